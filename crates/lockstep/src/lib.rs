@@ -1,0 +1,29 @@
+//! lockstep: prove or disprove "fixed seed, same episode", and explain the failure.
+//!
+//! - [`contract`], [`fingerprint`], [`diff`], [`audit`]: reset contracts. A starting state is
+//!   fingerprinted (SHA-256 of canonical JSON) and a mismatch is explained field by field.
+//! - [`seed`], [`trace`], [`check`], [`golden`]: bit-exact replay. A seed tree feeds every
+//!   stochastic source, a trace digests everything an episode shows, the checks compare traces
+//!   and locate the first divergence, golden files catch silent drift.
+//! - [`env`]: the environment trait all of the above drive; [`actions`] samples seeded actions
+//!   from its declared spaces; [`protocol`] serves it from a child process in any language.
+//! - [`experiment`]: the seed-000 three-layer fixture; [`fixtures`]: faulty envs a check must
+//!   catch, and a correct one.
+//! - [`report`]: the versioned JSON report of `lockstep check`.
+
+pub mod actions;
+pub mod atomic_file;
+pub mod audit;
+pub mod check;
+pub mod clock;
+pub mod contract;
+pub mod diff;
+pub mod env;
+pub mod experiment;
+pub mod fingerprint;
+pub mod fixtures;
+pub mod golden;
+pub mod protocol;
+pub mod report;
+pub mod seed;
+pub mod trace;

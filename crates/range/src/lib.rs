@@ -1,0 +1,1 @@
+//! The range: a deterministic multi-agent network-defence environment.
