@@ -197,7 +197,7 @@ impl Array {
     /// Builds an array from little-endian bytes (the wire and trace form).
     pub fn from_le_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Array, ArrayError> {
         let size = dtype.size();
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return Err(ArrayError::RaggedBytes {
                 dtype: dtype.name(),
                 len: bytes.len(),
