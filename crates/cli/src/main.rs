@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod envs;
 
 /// Prove or disprove "fixed seed, same episode" for agent and RL environments.
 #[derive(Parser)]
