@@ -1,1 +1,604 @@
-//! (being built)
+//! The versioned JSON report of `lockstep check`.
+//!
+//! A report is a pure function of the run's parameters and the results of its trials: it holds
+//! no timings, host names or dates, so `--jobs 4` writes the same bytes as `--jobs 1`, and
+//! shard reports merged with [`merge`] give the bytes a single run would have written. Both
+//! paths go through [`Report::assemble`], which orders trials and recomputes every summary.
+//!
+//! The schema is documented in docs/report.md; [`SCHEMA`] names its version. Conformity (the
+//! starting state matches its contract fingerprint) and behaviour (the task outcome, the replay
+//! checks) are separate fields everywhere, never merged into one verdict.
+
+mod html;
+
+pub use html::render_html;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Schema id written into every report. A change to the meaning of a field is a new version.
+pub const SCHEMA: &str = "lockstep-report/1";
+
+/// The replay checks, in report order.
+pub const CHECK_NAMES: [&str; 5] = ["same", "other", "interleaved", "process", "parallel"];
+
+/// What was asked for: the same for every shard of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunParams {
+    /// Env ids in the order given.
+    pub envs: Vec<String>,
+    /// Every seed of the run (all shards together), in order.
+    pub seeds: Vec<u64>,
+    /// Steps per rollout.
+    pub steps: u64,
+    /// Replay checks run on each (env, seed).
+    pub checks: Vec<String>,
+    /// Golden files, in the order given.
+    pub goldens: Vec<String>,
+}
+
+/// Which part of the run a shard report holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Whether the item at `position` (0-based, in run order) belongs to this shard.
+    pub fn owns(&self, position: usize) -> bool {
+        position % self.count as usize == (self.index - 1) as usize
+    }
+
+    /// Parses `I/N` with `1 <= I <= N`.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (i, n) = text
+            .split_once('/')
+            .ok_or_else(|| format!("shard {text:?} is not of the form I/N"))?;
+        let index: u32 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard index {i:?} is not a number"))?;
+        let count: u32 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard count {n:?} is not a number"))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(format!("shard {text:?} needs 1 <= I <= N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// The reset-contract audit of one (env, seed): conformity and behaviour kept apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// The starting state after `reset(seed)` on a fresh instance and after a played episode
+    /// and `reset(seed)` again fingerprint the same, and both conform to the contract.
+    pub conforms: bool,
+    pub initial_fingerprint: Option<String>,
+    pub repeat_fingerprint: Option<String>,
+    /// Top-level fields that differ, in contract order.
+    pub different_fields: Vec<String>,
+    /// Field-level changes: `{pointer, kind, before, after}`.
+    pub changes: Vec<serde_json::Value>,
+    /// Contract fields missing from / unexpected in the state, as JSON Pointers.
+    pub missing: Vec<String>,
+    pub unexpected: Vec<String>,
+    /// Task outcome of the repeat episode, when the env defines success.
+    pub success: Option<bool>,
+    /// Everything else the audit recorded (contaminated state, state after reset...).
+    pub detail: serde_json::Value,
+}
+
+/// Per-step digests of two runs, for the divergence picture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub left_label: String,
+    pub right_label: String,
+    /// Hex step digests.
+    pub left: Vec<String>,
+    pub right: Vec<String>,
+    pub first_divergent_step: Option<u64>,
+}
+
+/// One replay check on one (env, seed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckOutcome {
+    /// One of [`CHECK_NAMES`].
+    pub check: String,
+    pub passed: bool,
+    /// One line for people.
+    pub summary: String,
+    /// First divergence (step, agent, key, element, both values), when there is one.
+    pub divergence: Option<serde_json::Value>,
+    pub timeline: Option<Timeline>,
+}
+
+/// Everything checked for one (env, seed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub env: String,
+    pub seed: u64,
+    /// `None` when the audit could not run (see `error`).
+    pub audit: Option<AuditRecord>,
+    pub checks: Vec<CheckOutcome>,
+    /// An environment error that stopped this trial; the results gathered before it are kept.
+    pub error: Option<String>,
+}
+
+impl Trial {
+    pub fn passed(&self) -> bool {
+        self.error.is_none()
+            && self.audit.as_ref().is_some_and(|a| a.conforms)
+            && self.checks.iter().all(|c| c.passed)
+    }
+}
+
+/// One golden file verified.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoldenOutcome {
+    pub file: String,
+    pub env: Option<String>,
+    pub seed: Option<u64>,
+    pub passed: bool,
+    pub summary: String,
+    pub divergence: Option<serde_json::Value>,
+}
+
+/// Counts `passed / total` of one column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Tally {
+    pub passed: u64,
+    pub total: u64,
+}
+
+impl Tally {
+    fn add(&mut self, passed: bool) {
+        self.total += 1;
+        self.passed += u64::from(passed);
+    }
+
+    pub fn all_passed(&self) -> bool {
+        self.passed == self.total
+    }
+}
+
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.passed, self.total)
+    }
+}
+
+/// One row of the summary table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvSummary {
+    pub env: String,
+    pub seeds: u64,
+    /// Starting states that matched their fingerprint and contract.
+    pub conformity: Tally,
+    /// Repeat episodes that succeeded, among trials whose env defines success.
+    pub success: Tally,
+    /// Check name -> tally, in [`CHECK_NAMES`] order when serialised (BTreeMap is sorted, so
+    /// the order is alphabetical: stable either way).
+    pub checks: BTreeMap<String, Tally>,
+    pub goldens: Tally,
+    pub errors: u64,
+    pub passed: bool,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub lockstep_version: String,
+    pub params: RunParams,
+    /// Present in a shard report, absent in a full (or merged) one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// Everything passed: conformity, every check, every golden, no errors.
+    pub passed: bool,
+    pub summary: Vec<EnvSummary>,
+    pub trials: Vec<Trial>,
+    pub goldens: Vec<GoldenOutcome>,
+}
+
+/// Why reports could not be read or merged.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{what}: not a lockstep report: {source}")]
+    Parse {
+        what: String,
+        source: serde_json::Error,
+    },
+    #[error("{what}: schema {found:?} is not {SCHEMA:?}")]
+    Schema { what: String, found: String },
+    #[error("{what}: {message}")]
+    Mismatch { what: String, message: String },
+}
+
+impl Report {
+    /// Builds a report from results in any order. Trials are ordered by env (as in
+    /// `params.envs`) then seed (as in `params.seeds`), goldens as in `params.goldens`, and
+    /// every summary is recomputed, so the bytes do not depend on how the work was scheduled.
+    pub fn assemble(
+        params: RunParams,
+        shard: Option<Shard>,
+        mut trials: Vec<Trial>,
+        mut goldens: Vec<GoldenOutcome>,
+    ) -> Report {
+        let env_pos = |e: &str| {
+            params
+                .envs
+                .iter()
+                .position(|x| x == e)
+                .unwrap_or(usize::MAX)
+        };
+        let seed_pos = |s: u64| {
+            params
+                .seeds
+                .iter()
+                .position(|&x| x == s)
+                .unwrap_or(usize::MAX)
+        };
+        trials.sort_by(|a, b| {
+            (env_pos(&a.env), seed_pos(a.seed), &a.env, a.seed).cmp(&(
+                env_pos(&b.env),
+                seed_pos(b.seed),
+                &b.env,
+                b.seed,
+            ))
+        });
+        let golden_pos = |f: &str| {
+            params
+                .goldens
+                .iter()
+                .position(|x| x == f)
+                .unwrap_or(usize::MAX)
+        };
+        goldens.sort_by(|a, b| (golden_pos(&a.file), &a.file).cmp(&(golden_pos(&b.file), &b.file)));
+
+        let summary: Vec<EnvSummary> = params
+            .envs
+            .iter()
+            .map(|env| summarise(env, &params, &trials, &goldens))
+            .collect();
+        let passed = summary.iter().all(|s| s.passed)
+            && goldens.iter().all(|g| g.passed)
+            && trials.iter().all(|t| t.passed());
+        Report {
+            schema: SCHEMA.to_string(),
+            lockstep_version: env!("CARGO_PKG_VERSION").to_string(),
+            params,
+            shard,
+            passed,
+            summary,
+            trials,
+            goldens,
+        }
+    }
+
+    /// The report as pretty JSON with a final newline: the bytes of report.json.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("a report always serialises");
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Reads report.json; `what` names the source in errors.
+    pub fn from_json(bytes: &[u8], what: &str) -> Result<Report, ReportError> {
+        let report: Report =
+            serde_json::from_slice(bytes).map_err(|source| ReportError::Parse {
+                what: what.to_string(),
+                source,
+            })?;
+        if report.schema != SCHEMA {
+            return Err(ReportError::Schema {
+                what: what.to_string(),
+                found: report.schema,
+            });
+        }
+        Ok(report)
+    }
+}
+
+fn summarise(
+    env: &str,
+    params: &RunParams,
+    trials: &[Trial],
+    goldens: &[GoldenOutcome],
+) -> EnvSummary {
+    let mine: Vec<&Trial> = trials.iter().filter(|t| t.env == env).collect();
+    let mut conformity = Tally::default();
+    let mut success = Tally::default();
+    let mut checks: BTreeMap<String, Tally> = params
+        .checks
+        .iter()
+        .map(|c| (c.clone(), Tally::default()))
+        .collect();
+    let mut errors = 0;
+    for t in &mine {
+        if t.error.is_some() {
+            errors += 1;
+        }
+        match &t.audit {
+            Some(a) => {
+                conformity.add(a.conforms);
+                if let Some(s) = a.success {
+                    success.add(s);
+                }
+            }
+            None => conformity.add(false),
+        }
+        for c in &t.checks {
+            checks.entry(c.check.clone()).or_default().add(c.passed);
+        }
+    }
+    let mut golden_tally = Tally::default();
+    for g in goldens.iter().filter(|g| g.env.as_deref() == Some(env)) {
+        golden_tally.add(g.passed);
+    }
+    // Success is behaviour, not conformity: it is reported, never part of `passed`.
+    let passed = errors == 0
+        && conformity.all_passed()
+        && checks.values().all(Tally::all_passed)
+        && golden_tally.all_passed();
+    EnvSummary {
+        env: env.to_string(),
+        seeds: mine.len() as u64,
+        conformity,
+        success,
+        checks,
+        goldens: golden_tally,
+        errors,
+        passed,
+    }
+}
+
+/// Joins shard reports into the report a single run would have written.
+///
+/// Every input must come from the same run (same schema, version and parameters), each shard
+/// at most once; together they must cover every shard of the run.
+pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, ReportError> {
+    let Some((first_name, first)) = reports.first() else {
+        return Err(ReportError::Mismatch {
+            what: "report merge".into(),
+            message: "no reports given".into(),
+        });
+    };
+    let params = first.params.clone();
+    let version = first.lockstep_version.clone();
+    let count = first.shard.map_or(1, |s| s.count);
+    let mut seen = vec![false; count as usize];
+    let mut trials = Vec::new();
+    let mut goldens = Vec::new();
+    for (name, r) in &reports {
+        let mismatch = |message: String| ReportError::Mismatch {
+            what: name.clone(),
+            message,
+        };
+        if r.params != params {
+            return Err(mismatch(format!("run parameters differ from {first_name}")));
+        }
+        if r.lockstep_version != version {
+            return Err(mismatch(format!(
+                "written by lockstep {} but {first_name} by {version}",
+                r.lockstep_version
+            )));
+        }
+        let shard = r.shard.unwrap_or(Shard { index: 1, count: 1 });
+        if shard.count != count {
+            return Err(mismatch(format!(
+                "is shard {}/{} but {first_name} is of a run in {count} shards",
+                shard.index, shard.count
+            )));
+        }
+        let slot = &mut seen[(shard.index - 1) as usize];
+        if *slot {
+            return Err(mismatch(format!(
+                "shard {}/{} given twice",
+                shard.index, shard.count
+            )));
+        }
+        *slot = true;
+        trials.extend(r.trials.iter().cloned());
+        goldens.extend(r.goldens.iter().cloned());
+    }
+    if let Some(missing) = seen.iter().position(|s| !s) {
+        return Err(ReportError::Mismatch {
+            what: "report merge".into(),
+            message: format!("shard {}/{count} is missing", missing + 1),
+        });
+    }
+    Ok(Report::assemble(params, None, trials, goldens))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample_params() -> RunParams {
+        RunParams {
+            envs: vec!["b-env".into(), "a-env".into()],
+            seeds: vec![5, 1, 3],
+            steps: 10,
+            checks: vec!["same".into(), "other".into()],
+            goldens: vec![],
+        }
+    }
+
+    pub(crate) fn trial(env: &str, seed: u64, conforms: bool, same_ok: bool) -> Trial {
+        Trial {
+            env: env.into(),
+            seed,
+            audit: Some(AuditRecord {
+                conforms,
+                initial_fingerprint: Some("aa".into()),
+                repeat_fingerprint: Some(if conforms { "aa" } else { "bb" }.into()),
+                different_fields: if conforms {
+                    vec![]
+                } else {
+                    vec!["cache".into()]
+                },
+                changes: if conforms {
+                    vec![]
+                } else {
+                    vec![
+                        serde_json::json!({"pointer": "/cache", "kind": "changed", "before": null, "after": 1}),
+                    ]
+                },
+                missing: vec![],
+                unexpected: vec![],
+                success: Some(seed % 2 == 1),
+                detail: serde_json::Value::Null,
+            }),
+            checks: vec![
+                CheckOutcome {
+                    check: "same".into(),
+                    passed: same_ok,
+                    summary: if same_ok {
+                        "identical".into()
+                    } else {
+                        "differ at step 3".into()
+                    },
+                    divergence: None,
+                    timeline: (!same_ok).then(|| Timeline {
+                        left_label: "run 1".into(),
+                        right_label: "run 2".into(),
+                        left: vec!["01".into(), "02".into(), "03".into(), "04".into()],
+                        right: vec!["01".into(), "02".into(), "03".into(), "ff".into()],
+                        first_divergent_step: Some(3),
+                    }),
+                },
+                CheckOutcome {
+                    check: "other".into(),
+                    passed: true,
+                    summary: "seeds diverge at step 0".into(),
+                    divergence: None,
+                    timeline: None,
+                },
+            ],
+            error: None,
+        }
+    }
+
+    fn all_trials() -> Vec<Trial> {
+        let mut v = Vec::new();
+        for env in ["a-env", "b-env"] {
+            for seed in [1, 3, 5] {
+                v.push(trial(env, seed, env == "b-env" || seed != 3, true));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn assemble_orders_by_params_not_by_arrival() {
+        let mut shuffled = all_trials();
+        shuffled.reverse();
+        let a = Report::assemble(sample_params(), None, all_trials(), vec![]);
+        let b = Report::assemble(sample_params(), None, shuffled, vec![]);
+        assert_eq!(a.to_json(), b.to_json());
+        let order: Vec<(String, u64)> = a.trials.iter().map(|t| (t.env.clone(), t.seed)).collect();
+        assert_eq!(order[0], ("b-env".to_string(), 5));
+        assert_eq!(order[3], ("a-env".to_string(), 5));
+        assert!(!a.passed, "a-env seed 3 does not conform");
+        assert_eq!(
+            a.summary[1].conformity,
+            Tally {
+                passed: 2,
+                total: 3
+            }
+        );
+        assert!(a.summary[0].passed);
+    }
+
+    #[test]
+    fn success_is_reported_but_never_decides_passing() {
+        let r = Report::assemble(
+            sample_params(),
+            None,
+            all_trials()
+                .into_iter()
+                .filter(|t| t.env == "b-env")
+                .collect(),
+            vec![],
+        );
+        assert_eq!(
+            r.summary[0].success,
+            Tally {
+                passed: 3,
+                total: 3
+            }
+        );
+        let r2 = Report::assemble(
+            RunParams {
+                seeds: vec![2],
+                ..sample_params()
+            },
+            None,
+            vec![trial("b-env", 2, true, true)],
+            vec![],
+        );
+        assert_eq!(
+            r2.summary[0].success,
+            Tally {
+                passed: 0,
+                total: 1
+            }
+        );
+        assert!(r2.summary[0].passed);
+    }
+
+    #[test]
+    fn merged_shards_equal_the_single_run() {
+        let params = sample_params();
+        let full = Report::assemble(params.clone(), None, all_trials(), vec![]);
+        let shard_reports: Vec<(String, Report)> = (1..=2)
+            .map(|i| {
+                let shard = Shard { index: i, count: 2 };
+                let trials = all_trials()
+                    .into_iter()
+                    .filter(|t| shard.owns(params.seeds.iter().position(|&s| s == t.seed).unwrap()))
+                    .collect();
+                (
+                    format!("shard{i}.json"),
+                    Report::assemble(params.clone(), Some(shard), trials, vec![]),
+                )
+            })
+            .collect();
+        let round_tripped: Vec<(String, Report)> = shard_reports
+            .into_iter()
+            .map(|(n, r)| {
+                let back = Report::from_json(&r.to_json(), &n).unwrap();
+                (n, back)
+            })
+            .collect();
+        let merged = merge(round_tripped.clone()).unwrap();
+        assert_eq!(merged.to_json(), full.to_json());
+
+        let err = merge(vec![round_tripped[0].clone()]).unwrap_err();
+        assert!(err.to_string().contains("shard 2/2 is missing"), "{err}");
+        let err = merge(vec![round_tripped[0].clone(), round_tripped[0].clone()]).unwrap_err();
+        assert!(err.to_string().contains("given twice"), "{err}");
+    }
+
+    #[test]
+    fn shard_syntax() {
+        assert_eq!(Shard::parse("2/3"), Ok(Shard { index: 2, count: 3 }));
+        for bad in ["0/3", "4/3", "1/0", "x/2", "3"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn foreign_json_is_refused_with_a_reason() {
+        let err = Report::from_json(b"{\"schema\": 1}", "x.json").unwrap_err();
+        assert!(
+            err.to_string().starts_with("x.json: not a lockstep report"),
+            "{err}"
+        );
+    }
+}
