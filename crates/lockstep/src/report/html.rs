@@ -70,7 +70,7 @@ fn summary_table(h: &mut String, report: &Report) {
             tally(s.success, false)
         );
         for c in &checks {
-            let cell = s.checks.get(*c).map_or_else(|| na(), |t| tally(*t, true));
+            let cell = s.checks.get(*c).map_or_else(na, |t| tally(*t, true));
             let _ = write!(h, "<td>{cell}</td>");
         }
         let _ = writeln!(
