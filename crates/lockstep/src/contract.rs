@@ -689,6 +689,79 @@ fields = ["cache"]
         assert!(c.check(&obj(&["a", "b"])).conforms());
     }
 
+    fn json_err(text: &str) -> (usize, usize, String) {
+        match Contract::from_json_slice(text.as_bytes(), "c.json").unwrap_err() {
+            ContractError::At {
+                line,
+                column,
+                message,
+                ..
+            } => (line, column, message),
+            other => panic!("unexpected error {other}"),
+        }
+    }
+
+    const JSON: &str = r#"{
+  "name": "fixture",
+  "version": 1,
+  "profile": "jcs",
+  "layers": [
+    {"name": "task", "fields": ["seed", "target"]},
+    {"name": "client", "fields": ["cache"]}
+  ]
+}"#;
+
+    #[test]
+    fn loads_json_and_positions_its_errors() {
+        let c = Contract::from_json_slice(JSON.as_bytes(), "c.json").unwrap();
+        assert_eq!(c.profile, ProfileName::Jcs);
+        assert_eq!(c.fields().collect::<Vec<_>>(), ["seed", "target", "cache"]);
+
+        let (line, _, msg) = json_err(&JSON.replace("\"version\": 1", "\"version\": 0"));
+        assert_eq!(line, 3, "{msg}");
+        assert!(msg.contains("version must be 1 or more"), "{msg}");
+
+        let (line, _, msg) = json_err(&JSON.replace("\"jcs\"", "\"md5\""));
+        assert_eq!(line, 4, "{msg}");
+        assert!(msg.contains("unknown variant `md5`"), "{msg}");
+
+        let (_, _, msg) = json_err(&JSON.replace("\"name\": \"fixture\",", ""));
+        assert!(msg.contains("missing field `name`"), "{msg}");
+
+        let (line, _, msg) = json_err(&JSON.replace("[\"cache\"]", "[\"target\"]"));
+        // Cross-layer rules are checked as each layer ends: serde_json then stands just past it.
+        assert!((7..=8).contains(&line), "{msg}");
+        assert!(msg.contains("field `target` is declared in layer `task`"), "{msg}");
+
+        // Syntax errors come from the strict parser, duplicate keys included.
+        let (line, _, _) = json_err("{\n  \"name\": \"a\",\n  \"name\": \"b\"\n}");
+        assert_eq!(line, 3);
+        let (line, _, _) = json_err("{\n  \"name\": ,\n}");
+        assert_eq!(line, 2);
+    }
+
+    #[test]
+    fn fingerprint_matches_python_hashlib() {
+        // hashlib.sha256(json.dumps(dict(seed=0, target=0, cookies={}, visits=0, cache=None),
+        //     sort_keys=True, separators=(',', ':')).encode()).hexdigest()
+        let c = Contract::from_toml_str(TOML, "c.toml").unwrap();
+        let state: Value = [
+            ("seed", Value::from(0)),
+            ("target", Value::from(0)),
+            ("cookies", Value::Object(Map::new())),
+            ("visits", Value::from(0)),
+            ("cache", Value::Null),
+        ]
+        .into_iter()
+        .collect();
+        let record = c.fingerprint(&state).unwrap();
+        assert_eq!(
+            record.digest,
+            "883a3d08bbd807946dd5a3669440dec971af35a281fd0f3e15fb58c15eb08ac6"
+        );
+        assert_eq!((record.version, record.profile), (2, ProfileName::Python));
+    }
+
     #[test]
     fn line_column_counts_characters() {
         assert_eq!(line_column(b"ab\ncd", 4), (2, 2));
