@@ -247,7 +247,7 @@ fn contract_check_rejects_malformed_contracts_with_position() {
             "dup.toml",
             "name = \"x\"\nversion = 1\nprofile = \"python\"\n[[layers]]\nname = \"a\"\nfields = [\"seed\"]\n[[layers]]\nname = \"b\"\nfields = [\"seed\"]\n",
             ":",
-            "field `seed` is declared in layer `a` and again in layer `b`",
+            "field `seed` is already declared in layer `a`",
         ),
     ];
     for (name, text, position, message) in cases {

@@ -455,13 +455,6 @@ impl RawContract {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLayer {
-    name: NonEmpty,
-    fields: Vec<NonEmpty>,
-}
-
 struct NonEmpty(String);
 
 impl<'de> Deserialize<'de> for NonEmpty {
@@ -501,11 +494,7 @@ impl<'de> Deserialize<'de> for Layers {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Layers, A::Error> {
                 let mut seen = LayerSeen::default();
                 let mut out = Vec::new();
-                while let Some(raw) = seq.next_element::<RawLayer>()? {
-                    let layer = Layer {
-                        name: raw.name.0,
-                        fields: raw.fields.into_iter().map(|f| f.0).collect(),
-                    };
+                while let Some(layer) = seq.next_element_seed(LayerSeed { seen: &seen })? {
                     seen.add(&layer).map_err(de::Error::custom)?;
                     out.push(layer);
                 }
@@ -514,6 +503,80 @@ impl<'de> Deserialize<'de> for Layers {
             }
         }
         d.deserialize_seq(V)
+    }
+}
+
+/// One layer, read knowing the layers before it, so that a field declared twice is reported
+/// at the field itself.
+struct LayerSeed<'a> {
+    seen: &'a LayerSeen,
+}
+
+impl<'de> de::DeserializeSeed<'de> for LayerSeed<'_> {
+    type Value = Layer;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Layer, D::Error> {
+        d.deserialize_struct("Layer", &["name", "fields"], self)
+    }
+}
+
+impl<'de> Visitor<'de> for LayerSeed<'_> {
+    type Value = Layer;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a layer: a table with `name` and `fields`")
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Layer, A::Error> {
+        let mut name: Option<String> = None;
+        let mut fields: Option<Vec<String>> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "name" if name.is_some() => return Err(de::Error::duplicate_field("name")),
+                "name" => name = Some(map.next_value::<NonEmpty>()?.0),
+                "fields" if fields.is_some() => {
+                    return Err(de::Error::duplicate_field("fields"))
+                }
+                "fields" => fields = Some(map.next_value_seed(FieldsSeed { seen: self.seen })?),
+                other => return Err(de::Error::unknown_field(other, &["name", "fields"])),
+            }
+        }
+        Ok(Layer {
+            name: name.ok_or_else(|| de::Error::missing_field("name"))?,
+            fields: fields.ok_or_else(|| de::Error::missing_field("fields"))?,
+        })
+    }
+}
+
+struct FieldsSeed<'a> {
+    seen: &'a LayerSeen,
+}
+
+impl<'de> de::DeserializeSeed<'de> for FieldsSeed<'_> {
+    type Value = Vec<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<String>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldsSeed<'_> {
+    type Value = Vec<String>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of field names")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+        let mut out: Vec<String> = Vec::new();
+        while let Some(NonEmpty(field)) = seq.next_element()? {
+            if let Some(owner) = self.seen.owner(&field) {
+                return Err(de::Error::custom(format!(
+                    "field `{field}` is already declared in layer `{owner}`"
+                )));
+            }
+            if out.contains(&field) {
+                return Err(de::Error::custom(format!(
+                    "field `{field}` is declared twice in this layer"
+                )));
+            }
+            out.push(field);
+        }
+        Ok(out)
     }
 }
 
@@ -550,6 +613,13 @@ impl LayerSeen {
         }
         self.layers.push(layer.name.clone());
         Ok(())
+    }
+
+    fn owner(&self, field: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(f, _)| f == field)
+            .map(|(_, owner)| owner.as_str())
     }
 
     fn finish(&self) -> Result<(), String> {
@@ -626,11 +696,14 @@ fields = ["cache"]
         assert_eq!((line, col), (3, 11), "{msg}");
         assert!(msg.contains("unknown variant `sha1`"), "{msg}");
 
-        let (_, _, msg) = toml_err(&TOML.replace("[\"cache\"]", "[\"cache\", \"seed\"]"));
-        assert!(
-            msg.contains("field `seed` is declared in layer `task` and again in layer `client`"),
-            "{msg}"
-        );
+        let (line, _, msg) = toml_err(&TOML.replace("[\"cache\"]", "[\"cache\", \"seed\"]"));
+        assert_eq!(line, 11, "{msg}");
+        assert!(msg.contains("field `seed` is already declared in layer `task`"), "{msg}");
+        let (line, _, msg) = toml_err(&TOML.replace("[\"cache\"]", "[\"cache\", \"cache\"]"));
+        assert_eq!(line, 11, "{msg}");
+        assert!(msg.contains("declared twice in this layer"), "{msg}");
+        let (line, _, msg) = toml_err(&TOML.replace("name = \"client\"", "name = \"task\""));
+        assert!(msg.contains("layer `task` is declared twice"), "{line}: {msg}");
 
         let (_, _, msg) = toml_err(&TOML.replace("fields = [\"cache\"]", "feilds = [\"cache\"]"));
         assert!(msg.contains("unknown field `feilds`"), "{msg}");
@@ -729,9 +802,8 @@ fields = ["cache"]
         assert!(msg.contains("missing field `name`"), "{msg}");
 
         let (line, _, msg) = json_err(&JSON.replace("[\"cache\"]", "[\"target\"]"));
-        // Cross-layer rules are checked as each layer ends: serde_json then stands just past it.
-        assert!((7..=8).contains(&line), "{msg}");
-        assert!(msg.contains("field `target` is declared in layer `task`"), "{msg}");
+        assert_eq!(line, 7, "{msg}");
+        assert!(msg.contains("field `target` is already declared in layer `task`"), "{msg}");
 
         // Syntax errors come from the strict parser, duplicate keys included.
         let (line, _, _) = json_err("{\n  \"name\": \"a\",\n  \"name\": \"b\"\n}");
