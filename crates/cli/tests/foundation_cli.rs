@@ -96,7 +96,10 @@ fn diff_exit_codes_and_lines() {
 
     let o = lockstep(&["diff", s(&fresh), s(&ex.join("state-partial-reset.json"))]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stdout(&o), "different fields: cache\nchanged /cache: null -> 0\n");
+    assert_eq!(
+        stdout(&o),
+        "different fields: cache\nchanged /cache: null -> 0\n"
+    );
 
     let o = lockstep(&[
         "diff",
@@ -119,7 +122,11 @@ fn diff_exit_codes_and_lines() {
 fn diff_json_output() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.json", r#"{"x": [1, 2], "y": {"k": "v"}}"#);
-    let b = write(dir.path(), "b.json", r#"{"x": [1], "y": {"k": "w"}, "z": null}"#);
+    let b = write(
+        dir.path(),
+        "b.json",
+        r#"{"x": [1], "y": {"k": "w"}, "z": null}"#,
+    );
     let o = lockstep(&["diff", s(&a), s(&b), "--json"]);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(

@@ -377,7 +377,10 @@ pub fn audit_trial<E: Env + ?Sized>(
     contaminate: &mut dyn FnMut(&mut E) -> Result<(), EnvError>,
 ) -> Result<TrialRecord, AuditError> {
     let options = Value::Null;
-    let start = env.reset(seed, &options).map_err(err(seed, "reset"))?.clone();
+    let start = env
+        .reset(seed, &options)
+        .map_err(err(seed, "reset"))?
+        .clone();
     let initial = env.state().map_err(err(seed, "state"))?;
     // Conformance first: a hash over the wrong fields proves nothing.
     let initial_conformance = contract.check(&initial);
@@ -387,7 +390,10 @@ pub fn audit_trial<E: Env + ?Sized>(
     contaminate(env).map_err(err(seed, "contaminate"))?;
     let contaminated = env.state().map_err(err(seed, "state"))?;
 
-    let start = env.reset(seed, &options).map_err(err(seed, "reset"))?.clone();
+    let start = env
+        .reset(seed, &options)
+        .map_err(err(seed, "reset"))?
+        .clone();
     let after_reset = env.state().map_err(err(seed, "state"))?;
     let repeat_conformance = contract.check(&after_reset);
     let repeat_fingerprint = fingerprint(contract, &after_reset, seed)?;
@@ -484,10 +490,9 @@ mod tests {
     use crate::experiment::{ResetFixtureEnv, ResetMode};
 
     fn factory(mode: ResetMode) -> impl EnvFactory {
-        (
-            "fixture".to_string(),
-            move || Ok(Box::new(ResetFixtureEnv::new(mode)) as Box<dyn Env>),
-        )
+        ("fixture".to_string(), move || {
+            Ok(Box::new(ResetFixtureEnv::new(mode)) as Box<dyn Env>)
+        })
     }
 
     fn run(mode: ResetMode) -> AuditReport {
@@ -502,7 +507,13 @@ mod tests {
         assert_eq!(r.env, "experiment");
         let s = r.summary;
         assert_eq!(
-            (s.trials, s.conforming, s.identical, s.successes, s.reproduced),
+            (
+                s.trials,
+                s.conforming,
+                s.identical,
+                s.successes,
+                s.reproduced
+            ),
             (10, 10, 10, 10, 10)
         );
         for t in &r.trials {
@@ -544,10 +555,16 @@ mod tests {
         let t = audit_trial(&mut env, &contract, 3, 10, &mut |_| Ok(())).unwrap();
         assert!(!t.identical && t.success);
         let mut env = ResetFixtureEnv::new(ResetMode::Partial).without_contamination();
-        let t = audit_trial(&mut env, &contract, 3, 10, &mut |e: &mut ResetFixtureEnv| {
-            e.contaminate();
-            Ok(())
-        })
+        let t = audit_trial(
+            &mut env,
+            &contract,
+            3,
+            10,
+            &mut |e: &mut ResetFixtureEnv| {
+                e.contaminate();
+                Ok(())
+            },
+        )
         .unwrap();
         assert!(!t.identical && !t.success);
         assert_eq!(t.contaminated.get("visits"), Some(&Value::from(8)));

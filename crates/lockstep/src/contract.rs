@@ -162,7 +162,10 @@ impl FingerprintRecord {
         m.insert("algorithm".into(), Value::String(self.algorithm.clone()));
         m.insert("contract".into(), Value::String(self.contract.clone()));
         m.insert("digest".into(), Value::String(self.digest.clone()));
-        m.insert("profile".into(), Value::String(self.profile.as_str().into()));
+        m.insert(
+            "profile".into(),
+            Value::String(self.profile.as_str().into()),
+        );
         m.insert("version".into(), uint(u64::from(self.version)));
         Value::Object(m)
     }
@@ -368,7 +371,10 @@ impl Contract {
     /// SHA-256 of `state`'s canonical bytes in the contract's profile, as lowercase hex.
     /// Hashes the whole state: check conformance first, so that "whole state" and "the
     /// contracted fields" are the same thing.
-    pub fn fingerprint(&self, state: &Value) -> Result<FingerprintRecord, lockstep_canon::WriteError> {
+    pub fn fingerprint(
+        &self,
+        state: &Value,
+    ) -> Result<FingerprintRecord, lockstep_canon::WriteError> {
         Ok(FingerprintRecord {
             contract: self.name.clone(),
             version: self.version,
@@ -383,7 +389,10 @@ impl Contract {
         let mut m = Map::new();
         m.insert("name".into(), Value::String(self.name.clone()));
         m.insert("version".into(), uint(u64::from(self.version)));
-        m.insert("profile".into(), Value::String(self.profile.as_str().into()));
+        m.insert(
+            "profile".into(),
+            Value::String(self.profile.as_str().into()),
+        );
         let layers = self
             .layers
             .iter()
@@ -531,9 +540,7 @@ impl<'de> Visitor<'de> for LayerSeed<'_> {
             match key.as_str() {
                 "name" if name.is_some() => return Err(de::Error::duplicate_field("name")),
                 "name" => name = Some(map.next_value::<NonEmpty>()?.0),
-                "fields" if fields.is_some() => {
-                    return Err(de::Error::duplicate_field("fields"))
-                }
+                "fields" if fields.is_some() => return Err(de::Error::duplicate_field("fields")),
                 "fields" => fields = Some(map.next_value_seed(FieldsSeed { seen: self.seen })?),
                 other => return Err(de::Error::unknown_field(other, &["name", "fields"])),
             }
@@ -597,7 +604,10 @@ impl LayerSeen {
         }
         for field in &layer.fields {
             if field.is_empty() {
-                return Err(format!("layer `{}` declares an empty field name", layer.name));
+                return Err(format!(
+                    "layer `{}` declares an empty field name",
+                    layer.name
+                ));
             }
             if let Some((_, owner)) = self.fields.iter().find(|(f, _)| f == field) {
                 return Err(if *owner == layer.name {
@@ -698,12 +708,18 @@ fields = ["cache"]
 
         let (line, _, msg) = toml_err(&TOML.replace("[\"cache\"]", "[\"cache\", \"seed\"]"));
         assert_eq!(line, 11, "{msg}");
-        assert!(msg.contains("field `seed` is already declared in layer `task`"), "{msg}");
+        assert!(
+            msg.contains("field `seed` is already declared in layer `task`"),
+            "{msg}"
+        );
         let (line, _, msg) = toml_err(&TOML.replace("[\"cache\"]", "[\"cache\", \"cache\"]"));
         assert_eq!(line, 11, "{msg}");
         assert!(msg.contains("declared twice in this layer"), "{msg}");
         let (line, _, msg) = toml_err(&TOML.replace("name = \"client\"", "name = \"task\""));
-        assert!(msg.contains("layer `task` is declared twice"), "{line}: {msg}");
+        assert!(
+            msg.contains("layer `task` is declared twice"),
+            "{line}: {msg}"
+        );
 
         let (_, _, msg) = toml_err(&TOML.replace("fields = [\"cache\"]", "feilds = [\"cache\"]"));
         assert!(msg.contains("unknown field `feilds`"), "{msg}");
@@ -803,7 +819,10 @@ fields = ["cache"]
 
         let (line, _, msg) = json_err(&JSON.replace("[\"cache\"]", "[\"target\"]"));
         assert_eq!(line, 7, "{msg}");
-        assert!(msg.contains("field `target` is already declared in layer `task`"), "{msg}");
+        assert!(
+            msg.contains("field `target` is already declared in layer `task`"),
+            "{msg}"
+        );
 
         // Syntax errors come from the strict parser, duplicate keys included.
         let (line, _, _) = json_err("{\n  \"name\": \"a\",\n  \"name\": \"b\"\n}");

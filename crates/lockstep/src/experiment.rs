@@ -168,8 +168,14 @@ impl RepeatRecord {
         let mut m = Map::new();
         m.insert("mode".into(), Value::String(self.mode.as_str().into()));
         m.insert("seed".into(), uint(self.seed));
-        m.insert("initial_hash".into(), Value::String(self.initial_hash.clone()));
-        m.insert("repeat_hash".into(), Value::String(self.repeat_hash.clone()));
+        m.insert(
+            "initial_hash".into(),
+            Value::String(self.initial_hash.clone()),
+        );
+        m.insert(
+            "repeat_hash".into(),
+            Value::String(self.repeat_hash.clone()),
+        );
         m.insert("identical".into(), Value::Bool(self.identical));
         m.insert("contaminated".into(), self.contaminated.clone());
         m.insert("after_reset".into(), self.after_reset.clone());
@@ -501,11 +507,7 @@ impl Env for ResetFixtureEnv {
         self.transition.logs = vec![format!(
             "choice={choice} target={target} cached={cached} success={success}"
         )];
-        self.observe(
-            if success { 1.0 } else { 0.0 },
-            true,
-            Value::Object(info),
-        );
+        self.observe(if success { 1.0 } else { 0.0 }, true, Value::Object(info));
         Ok(&self.transition)
     }
 

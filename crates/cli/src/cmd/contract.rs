@@ -87,7 +87,11 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             args.state.display()
         );
         for p in &conformance.missing {
-            let field = p.strip_prefix('/').unwrap_or(p).replace("~1", "/").replace("~0", "~");
+            let field = p
+                .strip_prefix('/')
+                .unwrap_or(p)
+                .replace("~1", "/")
+                .replace("~0", "~");
             match contract.layer_of(&field) {
                 Some(layer) => println!("missing {p} (layer {layer})"),
                 None => println!("missing {p}"),

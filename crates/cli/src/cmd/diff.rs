@@ -47,15 +47,28 @@ pub fn human(d: &DiffRecord) -> String {
     let fields: Vec<String> = d
         .different_fields
         .iter()
-        .map(|f| if f.is_empty() { "(root)".to_string() } else { f.clone() })
+        .map(|f| {
+            if f.is_empty() {
+                "(root)".to_string()
+            } else {
+                f.clone()
+            }
+        })
         .collect();
     let mut out = format!("different fields: {}\n", fields.join(", "));
     for c in &d.changes {
-        let at = if c.pointer.is_empty() { "(root)" } else { &c.pointer };
+        let at = if c.pointer.is_empty() {
+            "(root)"
+        } else {
+            &c.pointer
+        };
         match (&c.before, &c.after) {
-            (Some(b), Some(a)) => {
-                out.push_str(&format!("{} {at}: {} -> {}\n", c.kind, render(b), render(a)))
-            }
+            (Some(b), Some(a)) => out.push_str(&format!(
+                "{} {at}: {} -> {}\n",
+                c.kind,
+                render(b),
+                render(a)
+            )),
             (Some(v), None) | (None, Some(v)) => {
                 out.push_str(&format!("{} {at}: {}\n", c.kind, render(v)))
             }
@@ -67,14 +80,14 @@ pub fn human(d: &DiffRecord) -> String {
 
 /// Compact canonical JSON (the `python` profile, which writes every value).
 pub fn render(v: &Value) -> String {
-    let bytes = lockstep_canon::to_vec(v, Profile::Python).unwrap_or_else(|e| e.to_string().into_bytes());
+    let bytes =
+        lockstep_canon::to_vec(v, Profile::Python).unwrap_or_else(|e| e.to_string().into_bytes());
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Reads and strictly parses a JSON file; errors read `FILE:LINE:COLUMN: message`.
 pub fn read_json(path: &Path) -> anyhow::Result<Value> {
     let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
-    lockstep_canon::parse(&bytes).map_err(|e| {
-        anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message)
-    })
+    lockstep_canon::parse(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message))
 }
