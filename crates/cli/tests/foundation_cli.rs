@@ -189,6 +189,24 @@ fn contract_check_conforming_prints_the_fingerprint() {
             "{out}"
         );
     }
+    let o = lockstep(&[
+        "contract",
+        "check",
+        s(&ex.join("contract.toml")),
+        s(&ex.join("state-fresh.json")),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stdout(&o),
+        concat!(
+            r#"{"conforms":true,"contract":{"name":"seed-000-fixture","profile":"python","version":1},"#,
+            r#""fingerprint":{"algorithm":"sha256","contract":"seed-000-fixture","contract_version":1,"#,
+            r#""digest":"fbe7ca723790cf269771d6c0aad29328f265ee03f646e01c7a4407084ceced02","#,
+            r#""profile":"python"},"missing":[],"unexpected":[]}"#,
+            "\n"
+        )
+    );
 }
 
 #[test]

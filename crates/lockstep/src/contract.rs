@@ -28,15 +28,14 @@
 //! ```
 
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use lockstep_canon::{Map, Profile, Value};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use crate::diff::push_token;
+use crate::fingerprint::{fingerprint_for, profile_of, Fingerprint};
 
 /// Which canonical JSON profile a contract's fingerprints use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -59,10 +58,7 @@ impl ProfileName {
     /// (NaN and infinities written as words), so a digest computed with
     /// `json.dumps(state, sort_keys=True, separators=(',', ':'))` agrees.
     pub fn profile(self) -> Profile {
-        match self {
-            ProfileName::Python => Profile::Python,
-            ProfileName::Jcs => Profile::Jcs,
-        }
+        profile_of(self)
     }
 }
 
@@ -138,35 +134,6 @@ impl Conformance {
         m.insert("conforms".into(), Value::Bool(self.conforms()));
         m.insert("missing".into(), strings(&self.missing));
         m.insert("unexpected".into(), strings(&self.unexpected));
-        Value::Object(m)
-    }
-}
-
-/// A fingerprint together with what it is a fingerprint of: the contract (name, version,
-/// profile) and the digest algorithm. Two fingerprints are only comparable when these agree.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FingerprintRecord {
-    pub contract: String,
-    pub version: u32,
-    pub profile: ProfileName,
-    /// Always `sha256`.
-    pub algorithm: String,
-    /// Lowercase hex digest of the state's canonical bytes.
-    pub digest: String,
-}
-
-impl FingerprintRecord {
-    /// `{"algorithm", "contract", "digest", "profile", "version"}`.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("algorithm".into(), Value::String(self.algorithm.clone()));
-        m.insert("contract".into(), Value::String(self.contract.clone()));
-        m.insert("digest".into(), Value::String(self.digest.clone()));
-        m.insert(
-            "profile".into(),
-            Value::String(self.profile.as_str().into()),
-        );
-        m.insert("version".into(), uint(u64::from(self.version)));
         Value::Object(m)
     }
 }
@@ -368,20 +335,12 @@ impl Contract {
         }
     }
 
-    /// SHA-256 of `state`'s canonical bytes in the contract's profile, as lowercase hex.
-    /// Hashes the whole state: check conformance first, so that "whole state" and "the
-    /// contracted fields" are the same thing.
-    pub fn fingerprint(
-        &self,
-        state: &Value,
-    ) -> Result<FingerprintRecord, lockstep_canon::WriteError> {
-        Ok(FingerprintRecord {
-            contract: self.name.clone(),
-            version: self.version,
-            profile: self.profile,
-            algorithm: "sha256".into(),
-            digest: digest_hex(state, self.profile.profile())?,
-        })
+    /// SHA-256 of `state`'s canonical bytes in the contract's profile, recorded with the
+    /// contract's name and version ([`crate::fingerprint::fingerprint_for`]). Hashes the whole
+    /// state: check conformance first, so that "whole state" and "the contracted fields" are
+    /// the same thing.
+    pub fn fingerprint(&self, state: &Value) -> Result<Fingerprint, lockstep_canon::WriteError> {
+        fingerprint_for(state, self)
     }
 
     /// `{"name", "version", "profile", "layers": [{"name", "fields"}]}`.
@@ -406,16 +365,6 @@ impl Contract {
         m.insert("layers".into(), Value::Array(layers));
         Value::Object(m)
     }
-}
-
-/// SHA-256 of the canonical bytes of `value` in `profile`, lowercase hex.
-pub fn digest_hex(value: &Value, profile: Profile) -> Result<String, lockstep_canon::WriteError> {
-    // Serialise first: the writer's error names the offending pointer, which a streaming
-    // write into the hasher would lose behind an io::Error.
-    let bytes = lockstep_canon::to_vec(value, profile)?;
-    let mut h = Sha256::new();
-    h.write_all(&bytes).expect("hashing never fails");
-    Ok(hex::encode(h.finalize()))
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `bytes`.
@@ -850,7 +799,8 @@ fields = ["cache"]
             record.digest,
             "883a3d08bbd807946dd5a3669440dec971af35a281fd0f3e15fb58c15eb08ac6"
         );
-        assert_eq!((record.version, record.profile), (2, ProfileName::Python));
+        assert_eq!(record.contract_version, Some(2));
+        assert_eq!(record.profile, "python");
     }
 
     #[test]

@@ -68,7 +68,10 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         m.insert("contract".into(), Value::Object(c));
         m.insert(
             "fingerprint".into(),
-            fingerprint.as_ref().map_or(Value::Null, |f| f.to_value()),
+            match &fingerprint {
+                Some(f) => lockstep_canon::to_value(f)?,
+                None => Value::Null,
+            },
         );
         println!("{}", render(&Value::Object(m)));
     } else if let Some(f) = &fingerprint {
@@ -79,7 +82,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         );
         println!(
             "fingerprint: {}:{} (contract {}, version {}, profile {})",
-            f.algorithm, f.digest, f.contract, f.version, f.profile
+            f.algorithm, f.digest, contract.name, contract.version, f.profile
         );
     } else {
         println!(
