@@ -25,7 +25,8 @@ use crate::env::{
 };
 
 /// How the fixture is reset between runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ResetMode {
     /// Rebuild the whole state from the seed.
     Complete,
@@ -142,7 +143,7 @@ pub fn fixture_contract() -> Contract {
 }
 
 /// One repeat of the seed's records loop.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RepeatRecord {
     pub mode: ResetMode,
     pub seed: u64,
@@ -186,7 +187,7 @@ impl RepeatRecord {
 }
 
 /// The seed's `RESULTS`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ExperimentResults {
     /// Partial mode seeds 0..10, then complete mode seeds 0..10.
     pub repeats: Vec<RepeatRecord>,
@@ -545,6 +546,12 @@ mod tests {
             ["cache", "cookies", "seed", "target", "visits"]
         );
         assert_eq!(r.contract_version, 1);
+    }
+
+    #[test]
+    fn serde_form_equals_the_value_form() {
+        let r = results();
+        assert_eq!(lockstep_canon::to_value(&r).unwrap(), r.to_value());
     }
 
     #[test]
