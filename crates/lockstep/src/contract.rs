@@ -257,7 +257,14 @@ impl Contract {
                 origin: origin.to_string(),
                 line,
                 column,
-                message: e.message().trim_end().to_string(),
+                // toml's messages can span lines ("invalid string\nexpected ..."): keep one.
+                message: e
+                    .message()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; "),
             }
         })?;
         Ok(raw.into_contract())
@@ -520,6 +527,9 @@ impl<'de> Visitor<'de> for FieldsSeed<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
         let mut out: Vec<String> = Vec::new();
         while let Some(NonEmpty(field)) = seq.next_element()? {
+            if let Some(message) = pointer_like(&field) {
+                return Err(de::Error::custom(message));
+            }
             if let Some(owner) = self.seen.owner(&field) {
                 return Err(de::Error::custom(format!(
                     "field `{field}` is already declared in layer `{owner}`"
@@ -534,6 +544,22 @@ impl<'de> Visitor<'de> for FieldsSeed<'_> {
         }
         Ok(out)
     }
+}
+
+/// Fields are top-level keys; a name that looks like a JSON Pointer is almost certainly an
+/// attempt to declare a nested field, which contracts do not support (see the module doc).
+fn pointer_like(field: &str) -> Option<String> {
+    let top = field
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("");
+    field.starts_with('/').then(|| {
+        format!(
+            "field `{field}` looks like a JSON Pointer; fields are top-level keys \
+             (declare `{top}` to cover everything under it)"
+        )
+    })
 }
 
 /// Cross-layer rules, shared by files and contracts built in code.
@@ -670,11 +696,19 @@ fields = ["cache"]
             "{line}: {msg}"
         );
 
+        let (line, _, msg) = toml_err(&TOML.replace("[\"cache\"]", "[\"/server/records\"]"));
+        assert_eq!(line, 11);
+        assert!(
+            msg.contains("declare `server` to cover everything"),
+            "{msg}"
+        );
+
         let (_, _, msg) = toml_err(&TOML.replace("fields = [\"cache\"]", "feilds = [\"cache\"]"));
         assert!(msg.contains("unknown field `feilds`"), "{msg}");
 
-        let (line, _, _) = toml_err("name = \"x\"\nversion = = 1\n");
+        let (line, _, msg) = toml_err("name = \"x\"\nversion = = 1\n");
         assert_eq!(line, 2);
+        assert!(!msg.contains('\n'), "{msg}");
     }
 
     #[test]
