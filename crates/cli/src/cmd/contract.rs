@@ -1,10 +1,112 @@
-//! Placeholder until this subcommand lands.
+//! `lockstep contract check CONTRACT STATE.json [--json]`: does a state conform to a reset
+//! contract, and if so, its fingerprint (docs/contract.md). Exit 0 conforms, 1 does not,
+//! 2 error.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use lockstep::contract::Contract;
+use lockstep_canon::{Map, Value};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("this subcommand is not built yet")
+use super::diff::{read_json, render};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Check a state against a contract: missing and unexpected fields, then its fingerprint.
+    Check(CheckArgs),
+}
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// The contract file (.toml or .json).
+    pub contract: PathBuf,
+    /// The state, a JSON document.
+    pub state: PathBuf,
+    /// Print one JSON object instead of lines (format in docs/contract.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Check(a) => check(a),
+    }
+}
+
+fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let contract = Contract::load(&args.contract)?;
+    let state = read_json(&args.state)?;
+    let conformance = contract.check(&state);
+    // The fingerprint only means something for a conforming state.
+    let fingerprint = if conformance.conforms() {
+        Some(contract.fingerprint(&state).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: no canonical form in profile {}: {e}",
+                args.state.display(),
+                contract.profile
+            )
+        })?)
+    } else {
+        None
+    };
+    let name = format!("{} version {}", contract.name, contract.version);
+    if args.json {
+        let mut m = match conformance.to_value() {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let mut c = Map::new();
+        c.insert("name".into(), Value::String(contract.name.clone()));
+        c.insert("version".into(), Value::from(contract.version));
+        c.insert("profile".into(), Value::from(contract.profile.as_str()));
+        m.insert("contract".into(), Value::Object(c));
+        m.insert(
+            "fingerprint".into(),
+            match &fingerprint {
+                Some(f) => lockstep_canon::to_value(f)?,
+                None => Value::Null,
+            },
+        );
+        println!("{}", render(&Value::Object(m)));
+    } else if let Some(f) = &fingerprint {
+        println!(
+            "conforms: {} matches contract {name} ({} fields)",
+            args.state.display(),
+            contract.fields().count()
+        );
+        println!(
+            "fingerprint: {}:{} (contract {}, version {}, profile {})",
+            f.algorithm, f.digest, contract.name, contract.version, f.profile
+        );
+    } else {
+        println!(
+            "does not conform: {} against contract {name}",
+            args.state.display()
+        );
+        for p in &conformance.missing {
+            let field = p
+                .strip_prefix('/')
+                .unwrap_or(p)
+                .replace("~1", "/")
+                .replace("~0", "~");
+            match contract.layer_of(&field) {
+                Some(layer) => println!("missing {p} (layer {layer})"),
+                None => println!("missing {p}"),
+            }
+        }
+        for p in &conformance.unexpected {
+            if p.is_empty() {
+                println!("unexpected (root): the state is not a JSON object");
+            } else {
+                println!("unexpected {p}");
+            }
+        }
+    }
+    Ok(ExitCode::from(if conformance.conforms() { 0 } else { 1 }))
 }
