@@ -1,10 +1,223 @@
-//! Placeholder until this subcommand lands.
+//! `lockstep check`: the main job. Audits environments end to end (reset contract, the five
+//! replay checks, golden files) and writes report.json and report.html.
+//!
+//! Work is (env, seed) trials spread over `--jobs` threads; the report is assembled from the
+//! results in run order, so it is byte-identical whatever the thread count or sharding.
 
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context};
+use lockstep::report::{render_html, Report, RunParams, Shard, Trial, CHECK_NAMES};
+
+/// Environments checked when none are named: the seed-000 experiment env and three range
+/// scenarios.
+pub const DEFAULT_ENVS: [&str; 4] = [
+    "experiment",
+    "range:ransomware",
+    "range:apt_espionage",
+    "range:ot_stuxnet",
+];
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Environments to check (see `lockstep replay --help` for names). Default: the seed-000
+    /// experiment env and range:ransomware, range:apt_espionage, range:ot_stuxnet.
+    envs: Vec<String>,
+    /// Check an external environment: the command after `--` serves it over the lockstep
+    /// protocol (docs/protocol.md), e.g. `--cmd -- python -m lockstep_adapter gymnasium CartPole-v1`.
+    #[arg(long)]
+    cmd: bool,
+    /// The external environment's command line (after `--`), never passed through a shell.
+    #[arg(last = true)]
+    argv: Vec<String>,
+    /// Seeds: a count N (seeds 0..N) or a half-open range A..B.
+    #[arg(long, default_value = "0..3")]
+    seeds: String,
+    /// Steps per rollout.
+    #[arg(long, default_value_t = 60)]
+    steps: u64,
+    /// Golden trajectory files to verify (repeatable).
+    #[arg(long)]
+    golden: Vec<PathBuf>,
+    /// Directory for report.json and report.html.
+    #[arg(long, default_value = "lockstep-report")]
+    out: PathBuf,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Run only shard I of N (seeds and goldens by position); merge with `lockstep report merge`.
+    #[arg(long)]
+    shard: Option<String>,
+    /// Replay checks to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "same,other,interleaved,process,parallel")]
+    checks: Vec<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("this subcommand is not built yet")
+/// Parses `N` (0..N) or `A..B` (half-open).
+pub fn parse_seeds(text: &str) -> anyhow::Result<Vec<u64>> {
+    let (lo, hi) = match text.split_once("..") {
+        Some((a, b)) => (
+            a.trim().parse::<u64>().with_context(|| format!("--seeds {text:?}: {a:?} is not a seed"))?,
+            b.trim().parse::<u64>().with_context(|| format!("--seeds {text:?}: {b:?} is not a seed"))?,
+        ),
+        None => (
+            0,
+            text.trim().parse::<u64>().with_context(|| format!("--seeds {text:?}: not a count or A..B"))?,
+        ),
+    };
+    if hi <= lo {
+        bail!("--seeds {text:?} names no seed (A..B is half-open: B must exceed A)");
+    }
+    if hi - lo > 1_000_000 {
+        bail!("--seeds {text:?}: more than a million seeds in one run; shard it");
+    }
+    Ok((lo..hi).collect())
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut envs = args.envs.clone();
+    if args.cmd {
+        if args.argv.is_empty() {
+            bail!("--cmd needs the environment's command after `--`");
+        }
+        envs.push(crate::envs::external_id(&args.argv));
+    } else if !args.argv.is_empty() {
+        bail!("a command after `--` needs --cmd");
+    }
+    if envs.is_empty() {
+        envs = DEFAULT_ENVS.iter().map(|s| s.to_string()).collect();
+    }
+    for c in &args.checks {
+        if !CHECK_NAMES.contains(&c.as_str()) {
+            bail!("unknown check {c:?}; known: {}", CHECK_NAMES.join(", "));
+        }
+    }
+    if args.jobs == 0 {
+        bail!("--jobs must be at least 1");
+    }
+    let seeds = parse_seeds(&args.seeds)?;
+    let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(anyhow::Error::msg)?;
+    let params = RunParams {
+        envs: envs.clone(),
+        seeds: seeds.clone(),
+        steps: args.steps,
+        checks: args.checks.clone(),
+        goldens: args.golden.iter().map(|p| p.display().to_string()).collect(),
+    };
+
+    // TigerBeetle's habit: say what determines the run before running it.
+    eprintln!(
+        "lockstep {} check: envs {} seeds {} steps {}{}",
+        env!("CARGO_PKG_VERSION"),
+        envs.join(","),
+        args.seeds,
+        args.steps,
+        shard.map(|s| format!(" shard {}/{}", s.index, s.count)).unwrap_or_default()
+    );
+
+    let factories = envs
+        .iter()
+        .map(|id| crate::envs::resolve(id, &args.argv).map(|f| (id.clone(), f)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+
+    let owned = |pos: usize| shard.is_none_or(|s| s.owns(pos));
+    let mut work: Vec<(usize, u64)> = Vec::new();
+    for (e, _) in factories.iter().enumerate() {
+        for (pos, &seed) in seeds.iter().enumerate() {
+            if owned(pos) {
+                work.push((e, seed));
+            }
+        }
+    }
+    let golden_files: Vec<&PathBuf> =
+        args.golden.iter().enumerate().filter(|(p, _)| owned(*p)).map(|(_, g)| g).collect();
+
+    let progress = progress_bar((work.len() + golden_files.len()) as u64);
+    let next = AtomicUsize::new(0);
+    let trials: Mutex<Vec<Trial>> = Mutex::new(Vec::with_capacity(work.len()));
+    let ctx = TrialContext {
+        steps: args.steps,
+        checks: &args.checks,
+        seeds: &seeds,
+        argv: &args.argv,
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs.min(work.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(e, seed)) = work.get(i) else { break };
+                let (id, factory) = &factories[e];
+                let trial = crate::trial::run_trial(id, factory.as_ref(), seed, &ctx);
+                trials.lock().expect("no panics while holding the lock").push(trial);
+                progress.inc(1);
+            });
+        }
+    });
+    let mut goldens = Vec::new();
+    for g in golden_files {
+        goldens.push(crate::trial::verify_golden(g));
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+
+    let report = Report::assemble(
+        params,
+        shard,
+        trials.into_inner().expect("workers finished"),
+        goldens,
+    );
+    write_report(&report, &args.out)?;
+    print!("{}", crate::render::summary_text(&report));
+    println!("report: {}", args.out.join("report.html").display());
+    Ok(ExitCode::from(if report.passed { 0 } else { 1 }))
+}
+
+/// What every trial of a run shares.
+pub struct TrialContext<'a> {
+    pub steps: u64,
+    pub checks: &'a [String],
+    pub seeds: &'a [u64],
+    pub argv: &'a [String],
+}
+
+/// Writes report.json and report.html into `dir`, each atomically.
+pub fn write_report(report: &Report, dir: &Path) -> anyhow::Result<()> {
+    let json = dir.join("report.json");
+    lockstep::atomic_file::write_atomic(&json, &report.to_json())
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let html = dir.join("report.html");
+    lockstep::atomic_file::write_atomic(&html, render_html(report).as_bytes())
+        .with_context(|| format!("cannot write {}", html.display()))?;
+    Ok(())
+}
+
+fn progress_bar(len: u64) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{bar:40}] {pos}/{len} trials {elapsed}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_specs() {
+        assert_eq!(parse_seeds("3").unwrap(), vec![0, 1, 2]);
+        assert_eq!(parse_seeds("9001..9004").unwrap(), vec![9001, 9002, 9003]);
+        assert!(parse_seeds("5..5").is_err());
+        assert!(parse_seeds("x").is_err());
+        assert!(parse_seeds("0").is_err());
+    }
 }
