@@ -301,11 +301,14 @@ impl Env for Fixture {
 
     fn reset(&mut self, seed: u64, _options: &Value) -> Result<&Transition, EnvError> {
         self.seed = seed;
-        let tree = SeedTree::new(if self.fault == Fault::Seedless {
+        // The seedless fault derives everything from a constant, as an env that ignores the
+        // seed it is given does.
+        let used = if self.fault == Fault::Seedless {
             0
         } else {
             seed
-        });
+        };
+        let tree = SeedTree::new(used);
         self.streams = AGENTS
             .iter()
             .map(|a| tree.stream(&format!("fixture/energy/{a}")))
@@ -316,7 +319,7 @@ impl Env for Fixture {
         }
         self.step = 0;
         let hosts = self.hosts();
-        let mut logs = vec![format!("{} reset seed={seed}", self.timestamp())];
+        let mut logs = vec![format!("{} reset seed={used}", self.timestamp())];
         self.t = Transition::default();
         for i in 0..AGENTS.len() {
             let x = self.world.below(GRID as u64) as i32;

@@ -382,6 +382,9 @@ pub struct RolloutOptions {
     pub capture: Option<u64>,
     /// The `options` passed to `reset` (JSON null by default).
     pub reset_options: Value,
+    /// Seed of the action sampler when it is not the episode seed (the other-seed check holds
+    /// the actions fixed, so that only the env's own use of the seed can tell episodes apart).
+    pub action_seed: Option<u64>,
 }
 
 impl Default for RolloutOptions {
@@ -390,6 +393,7 @@ impl Default for RolloutOptions {
             cache: CacheMode::On,
             capture: None,
             reset_options: Value::Null,
+            action_seed: None,
         }
     }
 }
@@ -423,7 +427,7 @@ impl<'e> Rollout<'e> {
         steps: u64,
         opts: &RolloutOptions,
     ) -> Result<Rollout<'e>, TraceError> {
-        let sampler = ActionSampler::new(seed, env.spec());
+        let sampler = ActionSampler::new(opts.action_seed.unwrap_or(seed), env.spec());
         let mut r = Rollout {
             env,
             sampler,
@@ -608,7 +612,11 @@ impl TransitionRecord {
                     .map_err(|e| err(e.to_string()))?;
                 obs.insert(key.clone(), array);
             }
-            let info = lockstep_canon::parse(a.info.as_bytes()).map_err(|e| RecordError {
+            let nan_ok = lockstep_canon::ParseOptions {
+                allow_nan: true,
+                ..lockstep_canon::ParseOptions::default()
+            };
+            let info = lockstep_canon::parse_with(a.info.as_bytes(), &nan_ok).map_err(|e| RecordError {
                 pointer: format!("/agents/{name}/info"),
                 message: e.to_string(),
             })?;

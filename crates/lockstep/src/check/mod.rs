@@ -8,7 +8,8 @@
 //!   another, are identical (catches state that survives a reset as well as wall clocks and
 //!   hash orders);
 //! - [`CheckKind::OtherSeed`]: the next seed gives a different episode, reported with the step
-//!   where they first differ; an env whose seeds do not diverge fails;
+//!   where they first differ; an env whose seeds do not diverge fails. Both rollouts take the
+//!   actions of the first seed, so that a seed-blind env is not rescued by seeded actions;
 //! - [`CheckKind::Interleaved`]: `interleaved` envs with consecutive seeds, stepped alternately
 //!   in one thread, each match their solo rollout (catches shared, module-global state);
 //! - [`CheckKind::OtherProcess`]: the rollout in a fresh process (through an injected
@@ -32,7 +33,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Barrier;
 
-use lockstep_canon::{Map, Number, Value};
+use lockstep_canon::Value;
 
 use crate::env::{Env, EnvError, EnvFactory};
 use crate::trace::{Digest, Recorded, Rollout, RolloutOptions, StepDigest, TraceError};
@@ -143,6 +144,14 @@ impl CheckConfig {
             ..RolloutOptions::default()
         }
     }
+
+    /// Rollout options with the actions of `seed`'s sampler whatever the episode seed.
+    fn opts_actions_of(&self, seed: u64) -> RolloutOptions {
+        RolloutOptions {
+            action_seed: Some(seed),
+            ..self.opts(None)
+        }
+    }
 }
 
 /// Runs one rollout in a fresh process: the library knows no command line, so the caller
@@ -214,71 +223,10 @@ impl CheckOutcome {
     }
 }
 
-/// Converts any serde-serialisable report type into the canonical [`Value`] model (via
-/// `serde_json::Value`; integers stay integers, floats stay floats).
+/// Converts a report type into the canonical [`Value`] model (integers stay integers, floats
+/// stay floats; report types hold no NaN, their values are text).
 pub fn to_value<T: serde::Serialize>(x: &T) -> Value {
-    from_json(serde_json::to_value(x).unwrap_or(serde_json::Value::Null))
-}
-
-/// `serde_json::Value` -> [`Value`]: integers beyond `i64` become [`Number::BigInt`].
-pub fn from_json(v: serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(b),
-        serde_json::Value::Number(n) => Value::Number(if let Some(i) = n.as_i64() {
-            Number::Int(i)
-        } else if let Some(u) = n.as_u64() {
-            Number::BigInt(u.to_string().into())
-        } else {
-            Number::Float(n.as_f64().unwrap_or(f64::NAN))
-        }),
-        serde_json::Value::String(s) => Value::String(s),
-        serde_json::Value::Array(a) => Value::Array(a.into_iter().map(from_json).collect()),
-        serde_json::Value::Object(o) => {
-            Value::Object(o.into_iter().map(|(k, v)| (k, from_json(v))).collect::<Map>())
-        }
-    }
-}
-
-/// [`Value`] -> `serde_json::Value`; `None` for what JSON numbers cannot hold exactly (NaN,
-/// infinities, integers beyond 64 bits), with the JSON Pointer of the first such value.
-pub fn to_json(v: &Value) -> Result<serde_json::Value, String> {
-    fn go(v: &Value, ptr: &mut String) -> Result<serde_json::Value, String> {
-        Ok(match v {
-            Value::Null => serde_json::Value::Null,
-            Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Number(Number::Int(i)) => (*i).into(),
-            Value::Number(Number::BigInt(s)) => match s.parse::<u64>() {
-                Ok(u) => u.into(),
-                Err(_) => return Err(format!("integer {s} too large at {ptr:?}")),
-            },
-            Value::Number(Number::Float(f)) => serde_json::Number::from_f64(*f)
-                .map(serde_json::Value::Number)
-                .ok_or_else(|| format!("float {f:?} has no JSON form at {ptr:?}"))?,
-            Value::String(s) => serde_json::Value::String(s.clone()),
-            Value::Array(a) => {
-                let mut out = Vec::with_capacity(a.len());
-                for (i, x) in a.iter().enumerate() {
-                    let len = ptr.len();
-                    crate::diff::push_token(ptr, &i.to_string());
-                    out.push(go(x, ptr)?);
-                    ptr.truncate(len);
-                }
-                serde_json::Value::Array(out)
-            }
-            Value::Object(m) => {
-                let mut out = serde_json::Map::new();
-                for (k, x) in m {
-                    let len = ptr.len();
-                    crate::diff::push_token(ptr, k);
-                    out.insert(k.clone(), go(x, ptr)?);
-                    ptr.truncate(len);
-                }
-                serde_json::Value::Object(out)
-            }
-        })
-    }
-    go(v, &mut String::new())
+    lockstep_canon::to_value(x).unwrap_or_else(|e| Value::String(format!("<{e}>")))
 }
 
 /// Runs the checks in `kinds`, in that order.
@@ -449,7 +397,16 @@ impl Ctx<'_> {
 
     fn other_seed(&self) -> Result<CheckOutcome, CheckError> {
         let (s0, s1) = (self.cfg.seed, self.cfg.seed_at(1));
-        let runs = vec![self.solo(s0, None)?, self.solo(s1, None)?];
+        // The actions are those of the first seed in both rollouts: only the env's own use of
+        // the seed may tell the episodes apart.
+        let opts = self.cfg.opts_actions_of(s0);
+        let mut runs = Vec::with_capacity(2);
+        for seed in [s0, s1] {
+            let mut env = self.make()?;
+            let r = crate::trace::rollout(env.as_mut(), seed, self.cfg.steps, &opts)
+                .map_err(self.rollout_err(format!("seed {seed}")))?;
+            runs.push(r);
+        }
         let (l, r) = (format!("seed {s0}"), format!("seed {s1}"));
         Ok(
             match first_divergence(&runs[0].trace.step_digests, &runs[1].trace.step_digests) {
