@@ -382,7 +382,10 @@ impl Site {
             Site::Logs {
                 left_lines,
                 right_lines,
-            } => format!("logs ({left} {left_lines} lines, {right} {right_lines} lines)"),
+            } if left_lines != right_lines => {
+                format!("logs ({left} {left_lines} lines, {right} {right_lines} lines)")
+            }
+            Site::Logs { .. } => "logs".into(),
             Site::Step => "step digest (no single part differs)".into(),
         }
     }
@@ -437,15 +440,13 @@ impl Detail {
 }
 
 impl Divergence {
-    /// One line for people: `step 1, agent blue, obs noise: element 0 [0] (float32): ...`.
+    /// One line for people: `step 1, agent blue, obs noise: element 0 [0] (float32): ...`
+    /// (without the [`Divergence::note`], which callers print on its own).
     pub fn describe(&self, left: &str, right: &str) -> String {
         let mut s = format!("step {}, {}", self.step, self.site.describe(left, right));
         if let Some(d) = &self.detail {
             s.push_str(": ");
             s.push_str(&d.describe(left, right));
-        }
-        if let Some(n) = &self.note {
-            s.push_str(&format!(" ({n})"));
         }
         s
     }
