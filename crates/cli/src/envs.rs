@@ -7,20 +7,21 @@
 use anyhow::bail;
 use lockstep::env::EnvFactory;
 
+/// What resolving a name gives: `None` when the name is not of the family.
+type Resolved = Option<anyhow::Result<Box<dyn EnvFactory>>>;
+
 /// A family of env names.
 struct Family {
     /// Every name of the family, for help and error messages.
     names: fn() -> Vec<String>,
     /// The factory for `name`, or `None` when the name is not of this family.
-    resolve: fn(&str) -> Option<anyhow::Result<Box<dyn EnvFactory>>>,
+    resolve: fn(&str) -> Resolved,
 }
 
-const FAMILIES: &[Family] = &[
-    Family {
-        names: fixture_names,
-        resolve: fixture,
-    },
-];
+const FAMILIES: &[Family] = &[Family {
+    names: fixture_names,
+    resolve: fixture,
+}];
 
 fn fixture_names() -> Vec<String> {
     lockstep::fixtures::NAMES
@@ -29,7 +30,7 @@ fn fixture_names() -> Vec<String> {
         .collect()
 }
 
-fn fixture(name: &str) -> Option<anyhow::Result<Box<dyn EnvFactory>>> {
+fn fixture(name: &str) -> Resolved {
     let f = lockstep::fixtures::factory(name)?;
     Some(Ok(Box::new(f)))
 }

@@ -35,8 +35,17 @@ fn record_verify_change_update() {
 
     let o = lockstep(
         &[
-            "golden", "record", "--env", "fixture", "--seed", "5", "--steps", "40", "--date",
-            "2026-11-30", f,
+            "golden",
+            "record",
+            "--env",
+            "fixture",
+            "--seed",
+            "5",
+            "--steps",
+            "40",
+            "--date",
+            "2026-11-30",
+            f,
         ],
         false,
     );
@@ -71,14 +80,24 @@ fn record_verify_change_update() {
     assert!(pending.exists(), "{out}");
     let last = out.lines().last().unwrap();
     assert!(
-        last.contains(&format!("lockstep golden update {f} --env fixture:drift --reason")),
+        last.contains(&format!(
+            "lockstep golden update {f} --env fixture:drift --reason"
+        )),
         "{last}"
     );
 
     // No reason, no update.
     for args in [
         vec!["golden", "update", "--env", "fixture:drift", f],
-        vec!["golden", "update", "--env", "fixture:drift", "--reason", " ", f],
+        vec![
+            "golden",
+            "update",
+            "--env",
+            "fixture:drift",
+            "--reason",
+            " ",
+            f,
+        ],
     ] {
         let o = lockstep(&args, false);
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -130,7 +149,9 @@ fn changed_steps_fail_at_the_first_missing_step() {
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
-        out.contains("step 21, the episodes end at different steps: golden has 31 transitions, now has 21"),
+        out.contains(
+            "step 21, the episodes end at different steps: golden has 31 transitions, now has 21"
+        ),
         "{out}"
     );
 }

@@ -32,7 +32,11 @@ fn correct_fixture_passes_every_check() {
             && first.contains("--seed 7"),
         "seed and version come first: {first}"
     );
-    assert_eq!(out.lines().filter(|l| l.starts_with("ok ")).count(), 5, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok ")).count(),
+        5,
+        "{out}"
+    );
     assert!(out.contains("all 5 checks passed"));
 }
 
@@ -46,15 +50,29 @@ fn each_faulty_fixture_fails_the_right_checks() {
         ),
         (
             "fixture:wall-clock",
-            &["same_seed", "interleaved", "other_process", "parallel_workers"],
+            &[
+                "same_seed",
+                "interleaved",
+                "other_process",
+                "parallel_workers",
+            ],
             "step 5, logs: line 2",
         ),
         (
             "fixture:hash-order",
-            &["same_seed", "interleaved", "other_process", "parallel_workers"],
+            &[
+                "same_seed",
+                "interleaved",
+                "other_process",
+                "parallel_workers",
+            ],
             "step 0, agent blue, obs hosts",
         ),
-        ("fixture:sticky-cache", &["same_seed"], "step 0, agent blue, obs seen"),
+        (
+            "fixture:sticky-cache",
+            &["same_seed"],
+            "step 0, agent blue, obs seen",
+        ),
         (
             "fixture:stale-info",
             &["same_seed"],
@@ -62,10 +80,19 @@ fn each_faulty_fixture_fails_the_right_checks() {
         ),
         (
             "fixture:late-divergence",
-            &["same_seed", "interleaved", "other_process", "parallel_workers"],
+            &[
+                "same_seed",
+                "interleaved",
+                "other_process",
+                "parallel_workers",
+            ],
             "step 51, agent blue, obs tick",
         ),
-        ("fixture:seedless", &["other_seed"], "does not depend on its seed"),
+        (
+            "fixture:seedless",
+            &["other_seed"],
+            "does not depend on its seed",
+        ),
     ];
     for (env, want, site) in cases {
         let o = lockstep(&["replay", "--env", env, "--seed", "3", "--steps", "80"]);
@@ -86,13 +113,25 @@ fn each_faulty_fixture_fails_the_right_checks() {
 fn the_other_process_check_spawns_the_binary() {
     // hash-order differs per process: only a real child process can show it here.
     let o = lockstep(&[
-        "replay", "--env", "fixture:hash-order", "--checks", "process", "--steps", "5",
+        "replay",
+        "--env",
+        "fixture:hash-order",
+        "--checks",
+        "process",
+        "--steps",
+        "5",
     ]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert_eq!(failed_checks(&out), ["other_process"]);
-    assert!(out.contains("this process") && out.contains("a fresh process"), "{out}");
-    assert!(out.contains("element"), "the child's step was captured: {out}");
+    assert!(
+        out.contains("this process") && out.contains("a fresh process"),
+        "{out}"
+    );
+    assert!(
+        out.contains("element"),
+        "the child's step was captured: {out}"
+    );
 }
 
 #[test]
@@ -130,7 +169,10 @@ fn bad_arguments_exit_2() {
     let o = lockstep(&["replay", "--env", "nope"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("unknown env") && err.contains("fixture:wall-clock"), "{err}");
+    assert!(
+        err.contains("unknown env") && err.contains("fixture:wall-clock"),
+        "{err}"
+    );
     let o = lockstep(&["replay", "--env", "fixture", "--checks", "same,bogus"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown check \"bogus\""));
@@ -146,7 +188,11 @@ fn trace_is_the_same_line_in_separate_processes() {
     assert_eq!(line.trim().len(), 64, "one hex digest: {line}");
     assert_eq!(line, stdout(&b));
     let no_cache = lockstep(&[&args[..], &["--no-cache"]].concat());
-    assert_eq!(line, stdout(&no_cache), "the revision cache changes no digest");
+    assert_eq!(
+        line,
+        stdout(&no_cache),
+        "the revision cache changes no digest"
+    );
     let other = lockstep(&["trace", "--env", "fixture", "--seed", "12", "--steps", "70"]);
     assert_ne!(line, stdout(&other));
 }
@@ -154,7 +200,16 @@ fn trace_is_the_same_line_in_separate_processes() {
 #[test]
 fn trace_json_carries_every_step() {
     let o = lockstep(&[
-        "trace", "--env", "fixture", "--seed", "1", "--steps", "4", "--json", "--capture", "2",
+        "trace",
+        "--env",
+        "fixture",
+        "--seed",
+        "1",
+        "--steps",
+        "4",
+        "--json",
+        "--capture",
+        "2",
     ]);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -162,7 +217,10 @@ fn trace_json_carries_every_step() {
     assert_eq!(v["step_digests"].as_array().unwrap().len(), 5);
     assert_eq!(v["end"], "steps_exhausted");
     assert!(v["step_digests"][0]["agents"]["blue"]["obs"]["noise"].is_string());
-    assert_eq!(v["captured"]["agents"]["red"]["obs"]["pos"]["dtype"], "int32");
+    assert_eq!(
+        v["captured"]["agents"]["red"]["obs"]["pos"]["dtype"],
+        "int32"
+    );
     let plain = lockstep(&["trace", "--env", "fixture", "--seed", "1", "--steps", "4"]);
     assert_eq!(stdout(&plain).trim(), v["episode"].as_str().unwrap());
 }

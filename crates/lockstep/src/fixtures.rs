@@ -53,8 +53,22 @@ const CELLS: usize = (GRID * GRID) as usize;
 const AGENTS: [&str; 2] = ["blue", "red"];
 const NOISE: usize = 6;
 const HOSTS: [&str; 16] = [
-    "auth-01", "backup-01", "build-02", "db-01", "db-02", "dc-01", "dns-01", "files-01", "hr-03",
-    "mail-01", "proxy-01", "siem-01", "vpn-01", "web-01", "web-02", "wiki-01",
+    "auth-01",
+    "backup-01",
+    "build-02",
+    "db-01",
+    "db-02",
+    "dc-01",
+    "dns-01",
+    "files-01",
+    "hr-03",
+    "mail-01",
+    "proxy-01",
+    "siem-01",
+    "vpn-01",
+    "web-01",
+    "web-02",
+    "wiki-01",
 ];
 /// Default truncation step.
 pub const MAX_STEPS: u64 = 150;
@@ -188,7 +202,10 @@ impl Fixture {
             ("hosts", boxed(DType::U8, &[HOSTS.len()], 0.0, 255.0)),
             ("noise", boxed(DType::F32, &[NOISE], 0.0, 1.0)),
             ("pos", boxed(DType::I32, &[2], 0.0, f64::from(GRID - 1))),
-            ("seen", boxed(DType::Bool, &[GRID as usize, GRID as usize], 0.0, 1.0)),
+            (
+                "seen",
+                boxed(DType::Bool, &[GRID as usize, GRID as usize], 0.0, 1.0),
+            ),
             ("tick", boxed(DType::I64, &[1], 0.0, f64::INFINITY)),
         ]
         .into_iter()
@@ -321,7 +338,7 @@ impl Env for Fixture {
         let hosts = self.hosts();
         let mut logs = vec![format!("{} reset seed={used}", self.timestamp())];
         self.t = Transition::default();
-        for i in 0..AGENTS.len() {
+        for (i, &name) in AGENTS.iter().enumerate() {
             let x = self.world.below(GRID as u64) as i32;
             let y = self.world.below(GRID as u64) as i32;
             let keep_cache = self.fault == Fault::StickyCache && !self.agents[i].seen.is_empty();
@@ -339,17 +356,23 @@ impl Env for Fixture {
             }
             a.seen[(y * GRID + x) as usize] = 1;
             let a = self.agents[i].clone();
-            logs.push(format!("{} {} at ({x},{y})", self.timestamp(), AGENTS[i]));
+            logs.push(format!("{} {name} at ({x},{y})", self.timestamp()));
             let noise = self.noise(i);
             let obs: BTreeMap<String, Array> = [
-                ("action_mask", arr(&[4], ArrayData::I8(Fixture::mask(&a).to_vec()))),
+                (
+                    "action_mask",
+                    arr(&[4], ArrayData::I8(Fixture::mask(&a).to_vec())),
+                ),
                 ("energy", arr(&[1], ArrayData::F64(vec![a.energy]))),
                 ("hosts", arr(&[HOSTS.len()], ArrayData::U8(hosts.clone()))),
                 ("noise", arr(&[NOISE], ArrayData::F32(noise))),
                 ("pos", arr(&[2], ArrayData::I32(vec![a.x, a.y]))),
                 (
                     "seen",
-                    arr(&[GRID as usize, GRID as usize], ArrayData::Bool(a.seen.clone())),
+                    arr(
+                        &[GRID as usize, GRID as usize],
+                        ArrayData::Bool(a.seen.clone()),
+                    ),
                 ),
                 ("tick", arr(&[1], ArrayData::I64(vec![0]))),
             ]
@@ -358,7 +381,7 @@ impl Env for Fixture {
             .collect();
             let info = self.info(i);
             self.t.agents.insert(
-                AGENTS[i].to_string(),
+                name.to_string(),
                 AgentStep {
                     obs,
                     reward: 0.0,
@@ -384,10 +407,13 @@ impl Env for Fixture {
             step
         };
         let mut logs = Vec::new();
-        for i in 0..AGENTS.len() {
-            let name = AGENTS[i];
+        for (i, &name) in AGENTS.iter().enumerate() {
             if self.agents[i].done {
-                let s = self.t.agents.get_mut(name).expect("reset inserted every agent");
+                let s = self
+                    .t
+                    .agents
+                    .get_mut(name)
+                    .expect("reset inserted every agent");
                 s.reward = 0.0;
                 continue;
             }
@@ -437,7 +463,11 @@ impl Env for Fixture {
             let ts = self.timestamp();
             logs.push(format!("{ts} {name} moved to ({},{})", a.x, a.y));
             let info = self.info(i);
-            let s = self.t.agents.get_mut(name).expect("reset inserted every agent");
+            let s = self
+                .t
+                .agents
+                .get_mut(name)
+                .expect("reset inserted every agent");
             let obs = &mut s.obs;
             let mask = Fixture::mask(&a);
             if let Some(m) = obs.get_mut("action_mask") {
@@ -470,7 +500,7 @@ impl Env for Fixture {
             s.truncated = !terminated && step >= self.max_steps;
             s.info = info;
         }
-        if step % 5 == 0 {
+        if step.is_multiple_of(5) {
             let line = self.heartbeat();
             logs.push(line);
         }
@@ -483,7 +513,10 @@ impl Env for Fixture {
         let mut agents = Map::new();
         for (i, a) in self.agents.iter().enumerate() {
             let mut m = Map::new();
-            m.insert("cell".into(), Value::Array(vec![int(a.x.into()), int(a.y.into())]));
+            m.insert(
+                "cell".into(),
+                Value::Array(vec![int(a.x.into()), int(a.y.into())]),
+            );
             m.insert("energy".into(), Value::Number(Number::Float(a.energy)));
             m.insert(
                 "episode_return".into(),

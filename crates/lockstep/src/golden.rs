@@ -176,8 +176,8 @@ pub fn verify(factory: &dyn EnvFactory, golden: &Golden) -> Result<Verification,
         let pointers: Vec<&str> = config.changes.iter().map(|c| c.pointer.as_str()).collect();
         notes.push(format!("config differs at {}", pointers.join(", ")));
     }
-    let comparable = golden.trace_format == trace::FORMAT
-        && golden.action_sampler == trace::ACTION_SAMPLER;
+    let comparable =
+        golden.trace_format == trace::FORMAT && golden.action_sampler == trace::ACTION_SAMPLER;
     if !comparable {
         notes.push(format!(
             "recorded with trace format {:?} and action sampler {:?}; this lockstep has {:?} and {:?}: the digests are not comparable, re-record with an update",
@@ -343,10 +343,7 @@ mod tests {
         let u = update(&drift, &g, "rewards doubled from step 20", "2026-12-01").unwrap();
         assert_eq!(u.changelog.len(), 2);
         let e = &u.changelog[1];
-        assert_eq!(
-            (e.old_episode, e.new_episode),
-            (Some(g.episode), u.episode)
-        );
+        assert_eq!((e.old_episode, e.new_episode), (Some(g.episode), u.episode));
         assert!(verify(&drift, &u).unwrap().passed);
     }
 
@@ -370,10 +367,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.json");
         std::fs::write(&p, b"{\"format\": \"other/v9\"}").unwrap();
-        assert!(matches!(
-            Golden::load(&p),
-            Err(GoldenError::Format { .. })
-        ));
+        assert!(matches!(Golden::load(&p), Err(GoldenError::Format { .. })));
         std::fs::write(&p, b"not json").unwrap();
         assert!(matches!(Golden::load(&p), Err(GoldenError::Parse { .. })));
         let f = fixtures::factory("fixture").unwrap();

@@ -570,10 +570,11 @@ impl TransitionRecord {
                     (k.clone(), rec)
                 })
                 .collect();
-            let info = lockstep_canon::to_vec(&a.info, Profile::Python).map_err(|e| RecordError {
-                pointer: format!("/agents/{name}/info"),
-                message: e.to_string(),
-            })?;
+            let info =
+                lockstep_canon::to_vec(&a.info, Profile::Python).map_err(|e| RecordError {
+                    pointer: format!("/agents/{name}/info"),
+                    message: e.to_string(),
+                })?;
             let info = String::from_utf8(info).map_err(|e| RecordError {
                 pointer: format!("/agents/{name}/info"),
                 message: e.to_string(),
@@ -616,9 +617,11 @@ impl TransitionRecord {
                 allow_nan: true,
                 ..lockstep_canon::ParseOptions::default()
             };
-            let info = lockstep_canon::parse_with(a.info.as_bytes(), &nan_ok).map_err(|e| RecordError {
-                pointer: format!("/agents/{name}/info"),
-                message: e.to_string(),
+            let info = lockstep_canon::parse_with(a.info.as_bytes(), &nan_ok).map_err(|e| {
+                RecordError {
+                    pointer: format!("/agents/{name}/info"),
+                    message: e.to_string(),
+                }
             })?;
             t.agents.insert(
                 name.clone(),

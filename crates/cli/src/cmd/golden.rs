@@ -154,9 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ),
                 None => println!("CI is set: no pending file written"),
             }
-            let env_arg = env
-                .map(|e| format!(" --env {e}"))
-                .unwrap_or_default();
+            let env_arg = env.map(|e| format!(" --env {e}")).unwrap_or_default();
             println!(
                 "if the change is intended, run: lockstep golden update {}{env_arg} --reason \"<why the trajectory changed>\"",
                 shell(&file)

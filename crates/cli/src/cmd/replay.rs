@@ -25,7 +25,11 @@ pub struct Args {
     #[arg(long, default_value_t = 100)]
     pub steps: u64,
     /// Checks to run, comma-separated: same, other, interleaved, process, parallel.
-    #[arg(long, value_delimiter = ',', default_value = "same,other,interleaved,process,parallel")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "same,other,interleaved,process,parallel"
+    )]
     pub checks: Vec<String>,
     /// Also write the results as JSON to this file.
     #[arg(long)]
@@ -49,8 +53,7 @@ struct Report<'a> {
 
 fn quote(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_:./,=@".contains(c))
     {
         s.to_string()

@@ -10,9 +10,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::Context as _;
 use lockstep::check::ProcessRunner;
-use lockstep::trace::{
-    rollout, CacheMode, Recorded, RolloutOptions, Trace, TransitionRecord,
-};
+use lockstep::trace::{rollout, CacheMode, Recorded, RolloutOptions, Trace, TransitionRecord};
 
 use crate::envs;
 
@@ -48,7 +46,9 @@ struct Output {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let factory = envs::resolve(&args.env)?;
-    let mut env = factory.make().map_err(|e| anyhow::anyhow!("{}: {e}", args.env))?;
+    let mut env = factory
+        .make()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.env))?;
     let opts = RolloutOptions {
         capture: args.capture,
         cache: if args.no_cache {
@@ -101,8 +101,12 @@ impl ProcessRunner for ChildRunner {
         capture: Option<u64>,
     ) -> Result<Recorded, String> {
         let mut cmd = Command::new(&self.exe);
-        cmd.args(["trace", "--env", env, "--json"])
-            .args(["--seed", &seed.to_string(), "--steps", &steps.to_string()]);
+        cmd.args(["trace", "--env", env, "--json"]).args([
+            "--seed",
+            &seed.to_string(),
+            "--steps",
+            &steps.to_string(),
+        ]);
         if let Some(k) = capture {
             cmd.args(["--capture", &k.to_string()]);
         }

@@ -39,8 +39,9 @@ use crate::env::{Env, EnvError, EnvFactory};
 use crate::trace::{Digest, Recorded, Rollout, RolloutOptions, StepDigest, TraceError};
 
 /// One of the five replay checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckKind {
     SameSeed,
@@ -249,11 +250,7 @@ pub fn run_check(
     cfg: &CheckConfig,
     runner: Option<&dyn ProcessRunner>,
 ) -> Result<CheckOutcome, CheckError> {
-    let ctx = Ctx {
-        kind,
-        factory,
-        cfg,
-    };
+    let ctx = Ctx { kind, factory, cfg };
     match kind {
         CheckKind::SameSeed => ctx.same_seed(),
         CheckKind::OtherSeed => ctx.other_seed(),
@@ -499,7 +496,7 @@ impl Ctx<'_> {
             Some(c) => {
                 let i = c.left;
                 let k = c.divergence.step;
-                let solo_again = vec![self.solo(self.cfg.seed_at(i), Some(k))?];
+                let solo_again = [self.solo(self.cfg.seed_at(i), Some(k))?];
                 let runs_again = scenario(Some(k))?;
                 let solo_first = [solos[i].clone()];
                 let d = localise_pair(
@@ -626,7 +623,10 @@ fn localise_pair(
         (Some(a), Some(b)) => explain(&d.site, a, b),
         _ => None,
     };
-    let wants_detail = matches!(d.site, Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. });
+    let wants_detail = matches!(
+        d.site,
+        Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. }
+    );
     d.note = match (&detail, both_reproduced) {
         (_, true) => None,
         (Some(_), false) => Some(format!(

@@ -56,7 +56,10 @@ fn failed(all: &[CheckOutcome]) -> Vec<CheckKind> {
 fn assert_site(all: &[CheckOutcome], kind: CheckKind, step: u64, agent: Option<&str>, key: &str) {
     let o = outcome(all, kind);
     assert!(!o.passed, "{kind} should fail");
-    let d = o.divergence.as_ref().expect("a failure carries its divergence");
+    let d = o
+        .divergence
+        .as_ref()
+        .expect("a failure carries its divergence");
     assert_eq!(
         (d.step, d.agent(), d.key()),
         (step, agent, key),
@@ -199,7 +202,11 @@ fn seedless_fails_other_seed_only() {
     let all = run_all(Fault::Seedless);
     assert_eq!(failed(&all), [OtherSeed]);
     let o = outcome(&all, OtherSeed);
-    assert!(o.summary.contains("does not depend on its seed"), "{}", o.summary);
+    assert!(
+        o.summary.contains("does not depend on its seed"),
+        "{}",
+        o.summary
+    );
 }
 
 #[test]
