@@ -18,10 +18,34 @@ struct Family {
     resolve: fn(&str) -> Resolved,
 }
 
-const FAMILIES: &[Family] = &[Family {
-    names: fixture_names,
-    resolve: fixture,
-}];
+const FAMILIES: &[Family] = &[
+    Family {
+        names: experiment_names,
+        resolve: experiment,
+    },
+    Family {
+        names: fixture_names,
+        resolve: fixture,
+    },
+];
+
+fn experiment_names() -> Vec<String> {
+    lockstep::experiment::ENV_NAMES
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn experiment(name: &str) -> Resolved {
+    lockstep::experiment::ResetFixtureEnv::from_name(name)?;
+    let id = name.to_string();
+    let make = move || -> Result<Box<dyn lockstep::env::Env>, lockstep::env::EnvError> {
+        let env =
+            lockstep::experiment::ResetFixtureEnv::from_name(&id).expect("resolved once already");
+        Ok(Box::new(env))
+    };
+    Some(Ok(Box::new((name.to_string(), make))))
+}
 
 fn fixture_names() -> Vec<String> {
     lockstep::fixtures::NAMES

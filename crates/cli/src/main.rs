@@ -7,6 +7,8 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod envs;
+mod render;
+mod trial;
 
 /// Prove or disprove "fixed seed, same episode" for agent and RL environments.
 #[derive(Parser)]

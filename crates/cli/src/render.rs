@@ -24,7 +24,11 @@ pub fn summary_text(report: &Report) -> String {
             cell(s.success),
         ];
         for c in &checks {
-            row.push(s.checks.get(*c).map_or_else(|| "-".to_string(), |t| cell(*t)));
+            row.push(
+                s.checks
+                    .get(*c)
+                    .map_or_else(|| "-".to_string(), |t| cell(*t)),
+            );
         }
         row.push(cell(s.goldens));
         rows.push(row);
@@ -88,7 +92,11 @@ pub fn summary_text(report: &Report) -> String {
     let _ = writeln!(
         out,
         "\n{}",
-        if report.passed { "all checks pass" } else { "some checks fail" }
+        if report.passed {
+            "all checks pass"
+        } else {
+            "some checks fail"
+        }
     );
     out
 }

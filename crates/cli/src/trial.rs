@@ -8,7 +8,7 @@ use lockstep::audit::{audit_trial, inferred_contract, TrialRecord};
 use lockstep::check::{run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome};
 use lockstep::env::EnvFactory;
 use lockstep::golden::Golden;
-use lockstep::report::{AuditRecord, CheckOutcome, GoldenOutcome, Timeline, Trial};
+use lockstep::report::{AuditRecord, CheckOutcome, GoldenOutcome, Trial};
 use lockstep_canon::Value;
 
 use crate::cmd::check::TrialContext;
@@ -29,7 +29,7 @@ pub fn run_trial(env_id: &str, factory: &dyn EnvFactory, seed: u64, ctx: &TrialC
             return trial;
         }
     }
-    let runner = match crate::cmd::trace::ChildRunner::for_env(ctx.argv) {
+    let runner = match crate::cmd::trace::ChildRunner::current() {
         Ok(r) => r,
         Err(e) => {
             trial.error = Some(format!("{e:#}"));
@@ -108,13 +108,7 @@ fn check_record(name: &str, o: &ReplayOutcome) -> CheckOutcome {
         passed: o.passed,
         summary: o.summary.clone(),
         divergence: o.divergence.as_ref().map(|d| json(&d.to_value())),
-        timeline: o.timeline.as_ref().map(|(left, right)| Timeline {
-            left_label: o.left.clone(),
-            right_label: o.right.clone(),
-            left: left.iter().map(|d| d.to_hex()).collect(),
-            right: right.iter().map(|d| d.to_hex()).collect(),
-            first_divergent_step: o.divergence.as_ref().map(|d| d.step),
-        }),
+        timeline: None,
     }
 }
 
@@ -138,7 +132,7 @@ pub fn verify_golden(path: &Path) -> GoldenOutcome {
     };
     outcome.env = Some(golden.env.clone());
     outcome.seed = Some(golden.seed);
-    let factory = match crate::envs::resolve(&golden.env, &[]) {
+    let factory = match crate::envs::resolve(&golden.env) {
         Ok(f) => f,
         Err(e) => {
             outcome.summary = format!("{e:#}");

@@ -44,11 +44,23 @@ fn rendered_report_shows_summary_and_diff() {
     let _ = std::fs::remove_dir_all(&out_dir);
     let report_dir = out_dir.join("report");
     let status = lockstep()
-        .args(["check", "experiment:partial-reset", "--seeds", "0..4", "--steps", "5", "--out"])
+        .args([
+            "check",
+            "experiment:partial-reset",
+            "--seeds",
+            "0..4",
+            "--steps",
+            "5",
+            "--out",
+        ])
         .arg(&report_dir)
         .status()
         .unwrap();
-    assert_eq!(status.code(), Some(1), "the partial-reset fixture fails its reset contract");
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "the partial-reset fixture fails its reset contract"
+    );
     let page = report_dir.join("report.html");
     let url = format!("file://{}", page.canonicalize().unwrap().display());
 
@@ -58,12 +70,25 @@ fn rendered_report_shows_summary_and_diff() {
         .arg(&url)
         .output()
         .unwrap();
-    assert!(dom.status.success(), "chromium failed: {}", String::from_utf8_lossy(&dom.stderr));
+    assert!(
+        dom.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
     let dom = String::from_utf8(dom.stdout).unwrap();
-    assert!(dom.contains("<table id=\"summary\""), "summary table rendered");
+    assert!(
+        dom.contains("<table id=\"summary\""),
+        "summary table rendered"
+    );
     assert!(dom.contains("experiment:partial-reset"));
-    assert!(dom.contains("class=\"diff\""), "a field-level diff rendered");
-    assert!(dom.contains("<code>/cache</code>"), "the diff names the cache field");
+    assert!(
+        dom.contains("class=\"diff\""),
+        "a field-level diff rendered"
+    );
+    assert!(
+        dom.contains("<code>/cache</code>"),
+        "the diff names the cache field"
+    );
 
     let shot = out_dir.join("report.png");
     let status = headless(profile.path())
@@ -74,6 +99,10 @@ fn rendered_report_shows_summary_and_diff() {
         .unwrap();
     assert!(status.success());
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot at {}", shot.display());
+    assert!(
+        png.starts_with(b"\x89PNG"),
+        "a PNG screenshot at {}",
+        shot.display()
+    );
     assert!(png.len() > 10_000, "the screenshot has content");
 }

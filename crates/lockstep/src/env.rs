@@ -432,6 +432,12 @@ pub trait Env: Send {
     /// The contracted state, as JSON.
     fn state(&mut self) -> Result<Value, EnvError>;
 
+    /// The reset contract the env declares for its starting state, if any. Without one, an
+    /// audit infers the contract from the top-level fields of the state after a reset.
+    fn contract(&self) -> Option<crate::contract::Contract> {
+        None
+    }
+
     /// Releases resources (an external env's process). Called at most once.
     fn close(&mut self) -> Result<(), EnvError> {
         Ok(())

@@ -459,6 +459,10 @@ impl ResetFixtureEnv {
 }
 
 impl Env for ResetFixtureEnv {
+    fn contract(&self) -> Option<Contract> {
+        Some(fixture_contract())
+    }
+
     fn spec(&self) -> &EnvSpec {
         &self.spec
     }

@@ -53,7 +53,11 @@ pub struct Args {
     #[arg(long)]
     shard: Option<String>,
     /// Replay checks to run, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "same,other,interleaved,process,parallel")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "same,other,interleaved,process,parallel"
+    )]
     checks: Vec<String>,
 }
 
@@ -61,12 +65,18 @@ pub struct Args {
 pub fn parse_seeds(text: &str) -> anyhow::Result<Vec<u64>> {
     let (lo, hi) = match text.split_once("..") {
         Some((a, b)) => (
-            a.trim().parse::<u64>().with_context(|| format!("--seeds {text:?}: {a:?} is not a seed"))?,
-            b.trim().parse::<u64>().with_context(|| format!("--seeds {text:?}: {b:?} is not a seed"))?,
+            a.trim()
+                .parse::<u64>()
+                .with_context(|| format!("--seeds {text:?}: {a:?} is not a seed"))?,
+            b.trim()
+                .parse::<u64>()
+                .with_context(|| format!("--seeds {text:?}: {b:?} is not a seed"))?,
         ),
         None => (
             0,
-            text.trim().parse::<u64>().with_context(|| format!("--seeds {text:?}: not a count or A..B"))?,
+            text.trim()
+                .parse::<u64>()
+                .with_context(|| format!("--seeds {text:?}: not a count or A..B"))?,
         ),
     };
     if hi <= lo {
@@ -84,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.argv.is_empty() {
             bail!("--cmd needs the environment's command after `--`");
         }
-        envs.push(crate::envs::external_id(&args.argv));
+        bail!("--cmd is not wired yet");
     } else if !args.argv.is_empty() {
         bail!("a command after `--` needs --cmd");
     }
@@ -100,13 +110,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--jobs must be at least 1");
     }
     let seeds = parse_seeds(&args.seeds)?;
-    let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(anyhow::Error::msg)?;
+    let shard = args
+        .shard
+        .as_deref()
+        .map(Shard::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let params = RunParams {
         envs: envs.clone(),
         seeds: seeds.clone(),
         steps: args.steps,
         checks: args.checks.clone(),
-        goldens: args.golden.iter().map(|p| p.display().to_string()).collect(),
+        goldens: args
+            .golden
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
     };
 
     // TigerBeetle's habit: say what determines the run before running it.
@@ -116,12 +135,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         envs.join(","),
         args.seeds,
         args.steps,
-        shard.map(|s| format!(" shard {}/{}", s.index, s.count)).unwrap_or_default()
+        shard
+            .map(|s| format!(" shard {}/{}", s.index, s.count))
+            .unwrap_or_default()
     );
 
     let factories = envs
         .iter()
-        .map(|id| crate::envs::resolve(id, &args.argv).map(|f| (id.clone(), f)))
+        .map(|id| crate::envs::resolve(id).map(|f| (id.clone(), f)))
         .collect::<anyhow::Result<Vec<_>>>()?;
 
     let owned = |pos: usize| shard.is_none_or(|s| s.owns(pos));
@@ -133,8 +154,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let golden_files: Vec<&PathBuf> =
-        args.golden.iter().enumerate().filter(|(p, _)| owned(*p)).map(|(_, g)| g).collect();
+    let golden_files: Vec<&PathBuf> = args
+        .golden
+        .iter()
+        .enumerate()
+        .filter(|(p, _)| owned(*p))
+        .map(|(_, g)| g)
+        .collect();
 
     let progress = progress_bar((work.len() + golden_files.len()) as u64);
     let next = AtomicUsize::new(0);
@@ -152,7 +178,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let Some(&(e, seed)) = work.get(i) else { break };
                 let (id, factory) = &factories[e];
                 let trial = crate::trial::run_trial(id, factory.as_ref(), seed, &ctx);
-                trials.lock().expect("no panics while holding the lock").push(trial);
+                trials
+                    .lock()
+                    .expect("no panics while holding the lock")
+                    .push(trial);
                 progress.inc(1);
             });
         }
@@ -201,9 +230,11 @@ fn progress_bar(len: u64) -> indicatif::ProgressBar {
     }
     let bar = indicatif::ProgressBar::new(len);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} [{bar:40}] {pos}/{len} trials {elapsed}")
-            .expect("a valid template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{bar:40}] {pos}/{len} trials {elapsed}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
     );
     bar
 }

@@ -40,7 +40,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "merged {} shard reports into {}: {}",
                 reports.len(),
                 out.join("report.json").display(),
-                if merged.passed { "all checks pass" } else { "some checks fail" }
+                if merged.passed {
+                    "all checks pass"
+                } else {
+                    "some checks fail"
+                }
             );
             Ok(ExitCode::from(if merged.passed { 0 } else { 1 }))
         }
