@@ -13,7 +13,7 @@ h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em}table{border-collapse:colla
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f3f3f3}\
 .pass{color:#176f2c;font-weight:600}.fail{color:#b3261e;font-weight:600}.na{color:#777}\
 code,pre{font:12px/1.4 ui-monospace,monospace}pre{background:#f7f7f7;padding:.5em;overflow-x:auto;margin:0}\
-.diff td.before{background:#fdecea}.diff td.after{background:#e8f5e9}.verdict{font-size:1.2em}\
+.diff td pre{background:transparent}.diff td.before{background:#fdecea}.diff td.after{background:#e8f5e9}.verdict{font-size:1.2em}\
 details{margin:.3em 0}section.failure{border-left:4px solid #b3261e;padding-left:1em;margin:1em 0}";
 
 /// Renders the report as a complete HTML document.
