@@ -12,9 +12,17 @@
 //! Both profiles stream into any [`std::io::Write`] (a hasher included) without building an
 //! intermediate `String`.
 
+mod escape;
+mod number_format;
+mod parser;
+mod serde_impls;
 mod value;
+mod writer;
 
+pub use parser::ParseOptions;
+pub use serde_impls::{from_value, to_value, ConvertError};
 pub use value::{Map, Number, Value};
+pub use writer::{write_value, MAX_WRITE_DEPTH};
 
 use std::io;
 
@@ -28,6 +36,38 @@ pub enum Profile {
     PythonStrict,
     /// RFC 8785 JSON Canonicalization Scheme.
     Jcs,
+}
+
+impl Profile {
+    /// The profile's name on the command line and in records: `python`, `python-strict`, `jcs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Python => "python",
+            Profile::PythonStrict => "python-strict",
+            Profile::Jcs => "jcs",
+        }
+    }
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "python" => Ok(Profile::Python),
+            "python-strict" => Ok(Profile::PythonStrict),
+            "jcs" => Ok(Profile::Jcs),
+            other => Err(format!(
+                "unknown profile {other:?} (expected python, python-strict or jcs)"
+            )),
+        }
+    }
 }
 
 /// Why a value has no canonical form in a profile. Names the JSON Pointer of the value.
@@ -47,20 +87,47 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// Why [`write_value`] stopped: the value has no canonical form, or the sink failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Value(#[from] WriteError),
+    #[error("writing canonical bytes failed: {0}")]
+    Io(#[from] io::Error),
+}
+
 /// Writes the canonical bytes of `value` in `profile` to `out`.
+///
+/// A value without a canonical form in `profile` is an [`io::ErrorKind::InvalidData`] error
+/// whose inner error is the [`WriteError`]; use [`write_value`] to get it typed.
 pub fn write<W: io::Write>(value: &Value, profile: Profile, out: &mut W) -> io::Result<()> {
-    let _ = (value, profile, out);
-    unimplemented!("lockstep-canon writer: being built")
+    write_value(value, profile, out).map_err(|e| match e {
+        Error::Io(e) => e,
+        Error::Value(e) => io::Error::new(io::ErrorKind::InvalidData, e),
+    })
 }
 
 /// The canonical bytes of `value` in `profile`.
 pub fn to_vec(value: &Value, profile: Profile) -> Result<Vec<u8>, WriteError> {
-    let _ = (value, profile);
-    unimplemented!("lockstep-canon writer: being built")
+    let mut out = Vec::new();
+    match write_value(value, profile, &mut out) {
+        Ok(()) => Ok(out),
+        Err(Error::Value(e)) => Err(e),
+        // Writing into a Vec cannot fail; keep the message rather than panic if it ever did.
+        Err(Error::Io(e)) => Err(WriteError {
+            pointer: String::new(),
+            message: e.to_string(),
+        }),
+    }
 }
 
-/// Parses JSON text strictly (see [`ParseError`]).
+/// Parses JSON text strictly (see [`ParseError`]) with the default [`ParseOptions`]:
+/// nesting up to 256 levels, no NaN or infinities.
 pub fn parse(bytes: &[u8]) -> Result<Value, ParseError> {
-    let _ = bytes;
-    unimplemented!("lockstep-canon parser: being built")
+    parse_with(bytes, &ParseOptions::default())
+}
+
+/// Parses JSON text strictly with explicit [`ParseOptions`].
+pub fn parse_with(bytes: &[u8], options: &ParseOptions) -> Result<Value, ParseError> {
+    parser::Parser::new(bytes, *options).parse_document()
 }

@@ -1,0 +1,389 @@
+//! Float and integer layout for both profiles.
+//!
+//! Why our own: Rust's `{}` float printing breaks exact ties differently from Python on a small
+//! share of doubles, and serde_json changed its float output in a patch release. We take only
+//! the shortest round-trip *digits* from `ryu` (which agrees with Python's `repr` and with
+//! ECMAScript's Number::toString on the digits) and lay them out ourselves, once per profile.
+
+/// The shortest round-trip decimal digits of a finite, non-zero double's magnitude:
+/// `value = 0.d1 d2 ... dn × 10^point`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Decimal {
+    digits: [u8; 17],
+    len: usize,
+    /// Decimal exponent: the position of the decimal point relative to the first digit.
+    point: i32,
+}
+
+impl Decimal {
+    /// Digits of `|f|`. `f` must be finite and non-zero.
+    pub(crate) fn of(f: f64) -> Decimal {
+        debug_assert!(f.is_finite() && f != 0.0);
+        let mut buffer = ryu::Buffer::new();
+        let text = buffer.format_finite(f.abs()).as_bytes();
+        // ryu writes one of: 1234.0 / 12.34 / 0.001234 / 1e30 / 1.234e33 / 1.234e-7
+        let (mantissa, exponent) = match text.iter().position(|&b| b == b'e') {
+            Some(e) => (&text[..e], parse_exponent(&text[e + 1..])),
+            None => (text, 0),
+        };
+        let mut digits = [0u8; 17];
+        let mut len = 0usize;
+        let mut integer_digits = 0i32;
+        let mut seen_point = false;
+        let mut leading_zeros = 0i32;
+        for &b in mantissa {
+            if b == b'.' {
+                seen_point = true;
+                continue;
+            }
+            if !seen_point {
+                integer_digits += 1;
+            }
+            if len == 0 && b == b'0' {
+                leading_zeros += 1;
+                continue;
+            }
+            if len < digits.len() {
+                digits[len] = b;
+                len += 1;
+            }
+        }
+        while len > 1 && digits[len - 1] == b'0' {
+            len -= 1;
+        }
+        Decimal {
+            digits,
+            len,
+            point: integer_digits - leading_zeros + exponent,
+        }
+    }
+
+    fn digits(&self) -> &[u8] {
+        &self.digits[..self.len]
+    }
+}
+
+fn parse_exponent(text: &[u8]) -> i32 {
+    let (negative, body) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let magnitude = body
+        .iter()
+        .fold(0i32, |acc, &b| acc * 10 + i32::from(b - b'0'));
+    if negative {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// A stack buffer large enough for any float in either profile (`-` + 17 digits + `0.` + 5
+/// zeros, or the longest fixed forms: 17 digits padded to 21 places plus `.0`).
+pub(crate) struct NumberBuffer {
+    bytes: [u8; 40],
+    len: usize,
+}
+
+impl NumberBuffer {
+    pub(crate) fn new() -> Self {
+        NumberBuffer {
+            bytes: [0; 40],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, b: u8) {
+        self.bytes[self.len] = b;
+        self.len += 1;
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn zeros(&mut self, count: usize) {
+        for _ in 0..count {
+            self.push(b'0');
+        }
+    }
+
+    fn exponent(&mut self, exponent: i32, min_digits: usize) {
+        let magnitude = exponent.unsigned_abs();
+        self.push(if exponent < 0 { b'-' } else { b'+' });
+        let mut tmp = itoa::Buffer::new();
+        let text = tmp.format(magnitude).as_bytes();
+        self.zeros(min_digits.saturating_sub(text.len()));
+        self.extend(text);
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Python's `float.__repr__` for a finite double: shortest digits; exponent form when the
+/// value is below 1e-4 or at least 1e16 (`1e-05`, `1.5e+16`); otherwise fixed notation with
+/// `.0` on whole numbers; `-0.0` keeps its sign.
+pub(crate) fn python_float(f: f64, out: &mut NumberBuffer) {
+    debug_assert!(f.is_finite());
+    if f.is_sign_negative() {
+        out.push(b'-');
+    }
+    if f == 0.0 {
+        out.extend(b"0.0");
+        return;
+    }
+    let d = Decimal::of(f);
+    let digits = d.digits();
+    let n = digits.len() as i32;
+    let point = d.point;
+    if point <= -4 || point > 16 {
+        out.push(digits[0]);
+        if n > 1 {
+            out.push(b'.');
+            out.extend(&digits[1..]);
+        }
+        out.push(b'e');
+        out.exponent(point - 1, 2);
+    } else if point <= 0 {
+        out.extend(b"0.");
+        out.zeros((-point) as usize);
+        out.extend(digits);
+    } else if point < n {
+        out.extend(&digits[..point as usize]);
+        out.push(b'.');
+        out.extend(&digits[point as usize..]);
+    } else {
+        out.extend(digits);
+        out.zeros((point - n) as usize);
+        out.extend(b".0");
+    }
+}
+
+/// ECMAScript Number::toString (RFC 8785 section 3.2.2.3) for a finite double: fixed notation
+/// for 1e-7 < |x| < 1e21, exponent form (`1e+21`, `1.5e-7`) otherwise, `0` for both zeros.
+pub(crate) fn jcs_float(f: f64, out: &mut NumberBuffer) {
+    debug_assert!(f.is_finite());
+    if f == 0.0 {
+        out.push(b'0');
+        return;
+    }
+    if f < 0.0 {
+        out.push(b'-');
+    }
+    let d = Decimal::of(f);
+    let digits = d.digits();
+    let k = digits.len() as i32;
+    let n = d.point;
+    if k <= n && n <= 21 {
+        out.extend(digits);
+        out.zeros((n - k) as usize);
+    } else if 0 < n && n <= 21 {
+        out.extend(&digits[..n as usize]);
+        out.push(b'.');
+        out.extend(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        out.extend(b"0.");
+        out.zeros((-n) as usize);
+        out.extend(digits);
+    } else {
+        out.push(digits[0]);
+        if k > 1 {
+            out.push(b'.');
+            out.extend(&digits[1..]);
+        }
+        out.push(b'e');
+        out.exponent(n - 1, 1);
+    }
+}
+
+/// The double an `i64` becomes, if it becomes it exactly.
+pub(crate) fn exact_f64_of_i64(i: i64) -> Option<f64> {
+    let f = i as f64;
+    // `f` may be 2^63, which does not fit i64: compare in i128.
+    if f as i128 == i128::from(i) {
+        Some(f)
+    } else {
+        None
+    }
+}
+
+/// The double a decimal integer (optional `-`, digits) becomes, if it becomes it exactly.
+pub(crate) fn exact_f64_of_decimal(text: &str) -> Option<f64> {
+    let f: f64 = text.parse().ok()?;
+    if !f.is_finite() {
+        return None;
+    }
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    if negative != (f < 0.0) && f != 0.0 {
+        return None;
+    }
+    if f == 0.0 {
+        return digits.bytes().all(|b| b == b'0').then_some(f);
+    }
+    // f = m × 2^e with m odd; the integer is exact iff it equals that product.
+    let bits = f.abs().to_bits();
+    let exponent_bits = ((bits >> 52) & 0x7ff) as i32;
+    let mut mantissa = bits & ((1u64 << 52) - 1);
+    if exponent_bits != 0 {
+        mantissa |= 1u64 << 52;
+    }
+    let mut exponent = exponent_bits.max(1) - 1075;
+    while mantissa & 1 == 0 {
+        mantissa >>= 1;
+        exponent += 1;
+    }
+    if exponent < 0 {
+        // Not an integer: cannot equal a decimal integer.
+        return None;
+    }
+    let big = BigUint::from_decimal(digits)?;
+    let expected = BigUint::from_u64(mantissa).shl(exponent as u32);
+    (big == expected).then_some(f)
+}
+
+/// Just enough unsigned bignum (little-endian base-2^32 limbs) to test integer exactness.
+#[derive(Debug, PartialEq, Eq)]
+struct BigUint(Vec<u32>);
+
+impl BigUint {
+    fn from_u64(v: u64) -> Self {
+        let mut limbs = vec![v as u32, (v >> 32) as u32];
+        trim(&mut limbs);
+        BigUint(limbs)
+    }
+
+    fn from_decimal(digits: &str) -> Option<Self> {
+        let mut limbs: Vec<u32> = Vec::new();
+        for b in digits.bytes() {
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            let mut carry = u64::from(b - b'0');
+            for limb in limbs.iter_mut() {
+                let v = u64::from(*limb) * 10 + carry;
+                *limb = v as u32;
+                carry = v >> 32;
+            }
+            if carry != 0 {
+                limbs.push(carry as u32);
+            }
+        }
+        trim(&mut limbs);
+        Some(BigUint(limbs))
+    }
+
+    fn shl(self, bits: u32) -> Self {
+        let words = (bits / 32) as usize;
+        let shift = bits % 32;
+        let mut limbs = vec![0u32; words];
+        let mut carry = 0u32;
+        for limb in self.0 {
+            if shift == 0 {
+                limbs.push(limb);
+            } else {
+                limbs.push((limb << shift) | carry);
+                carry = limb >> (32 - shift);
+            }
+        }
+        if carry != 0 {
+            limbs.push(carry);
+        }
+        trim(&mut limbs);
+        BigUint(limbs)
+    }
+}
+
+fn trim(limbs: &mut Vec<u32>) {
+    while limbs.last() == Some(&0) {
+        limbs.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn py(f: f64) -> String {
+        let mut b = NumberBuffer::new();
+        python_float(f, &mut b);
+        String::from_utf8(b.as_bytes().to_vec()).unwrap()
+    }
+
+    fn js(f: f64) -> String {
+        let mut b = NumberBuffer::new();
+        jcs_float(f, &mut b);
+        String::from_utf8(b.as_bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn python_layout_matches_repr() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (-1.5, "-1.5"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e-4, "0.0001"),
+            (1e-5, "1e-05"),
+            (1.5e-5, "1.5e-05"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.2345e16, "1.2345e+16"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (123456.789, "123456.789"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (1e100, "1e+100"),
+            (0.001234, "0.001234"),
+        ];
+        for &(f, want) in cases {
+            assert_eq!(py(f), want, "{f:e}");
+        }
+    }
+
+    #[test]
+    fn jcs_layout_matches_ecmascript() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "0"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (1e-6, "0.000001"),
+            (4.5, "4.5"),
+            (-4.5, "-4.5"),
+            (1e30, "1e+30"),
+            (0.002, "0.002"),
+        ];
+        for &(f, want) in cases {
+            assert_eq!(js(f), want, "{f:e}");
+        }
+    }
+
+    #[test]
+    fn integer_exactness() {
+        assert_eq!(exact_f64_of_i64(1 << 53), Some(9007199254740992.0));
+        assert_eq!(exact_f64_of_i64((1 << 53) + 1), None);
+        assert_eq!(exact_f64_of_i64(i64::MIN), Some(-9223372036854775808.0));
+        assert_eq!(exact_f64_of_i64(i64::MAX), None);
+        assert_eq!(
+            exact_f64_of_decimal("9223372036854775808"),
+            Some(9223372036854775808.0)
+        );
+        assert_eq!(exact_f64_of_decimal("9223372036854775809"), None);
+        assert_eq!(
+            exact_f64_of_decimal("-295147905179352825856"),
+            Some(-295147905179352825856.0)
+        );
+        assert_eq!(exact_f64_of_decimal("295147905179352825857"), None);
+        assert_eq!(exact_f64_of_decimal("1".repeat(400).as_str()), None);
+    }
+}

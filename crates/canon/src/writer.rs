@@ -1,0 +1,339 @@
+//! The streaming canonical writer: one walk over a [`Value`] per profile, tokens written
+//! straight into the caller's `io::Write`, no intermediate `String`.
+//!
+//! The JSON Pointer of a value without a canonical form is only built when there is an error:
+//! each level prepends its own segment while the error unwinds, so the happy path pays nothing.
+
+use std::io;
+
+use crate::escape::{jcs_string, python_string};
+use crate::number_format::{
+    exact_f64_of_decimal, exact_f64_of_i64, jcs_float, python_float, NumberBuffer,
+};
+use crate::{Error, Map, Number, Profile, Value, WriteError};
+
+/// Deepest nesting the writer accepts. Recursion stays far from the stack limit, even on a
+/// 2 MiB test thread; Python's own `json.dumps` stops near 1000 levels too.
+pub const MAX_WRITE_DEPTH: usize = 1024;
+
+/// Writes the canonical bytes of `value` in `profile` to `out`.
+///
+/// On an error `out` has received a prefix of the document; discard it.
+pub fn write_value<W: io::Write>(
+    value: &Value,
+    profile: Profile,
+    out: &mut W,
+) -> Result<(), Error> {
+    match profile {
+        Profile::Python => Walk {
+            out,
+            allow_nan: true,
+        }
+        .python(value, 0),
+        Profile::PythonStrict => Walk {
+            out,
+            allow_nan: false,
+        }
+        .python(value, 0),
+        Profile::Jcs => Walk {
+            out,
+            allow_nan: false,
+        }
+        .jcs(value, 0),
+    }
+}
+
+struct Walk<'a, W> {
+    out: &'a mut W,
+    allow_nan: bool,
+}
+
+fn refuse(message: impl Into<String>) -> Error {
+    Error::Value(WriteError {
+        pointer: String::new(),
+        message: message.into(),
+    })
+}
+
+/// Prepends one JSON Pointer segment (RFC 6901 escaping) to a value error.
+fn under(segment: impl FnOnce() -> String, err: Error) -> Error {
+    match err {
+        Error::Value(mut e) => {
+            let seg = segment().replace('~', "~0").replace('/', "~1");
+            e.pointer = format!("/{seg}{}", e.pointer);
+            Error::Value(e)
+        }
+        other => other,
+    }
+}
+
+fn too_deep() -> Error {
+    refuse(format!("value nested deeper than {MAX_WRITE_DEPTH} levels"))
+}
+
+impl<W: io::Write> Walk<'_, W> {
+    fn python(&mut self, value: &Value, depth: usize) -> Result<(), Error> {
+        match value {
+            Value::Null => self.out.write_all(b"null")?,
+            Value::Bool(true) => self.out.write_all(b"true")?,
+            Value::Bool(false) => self.out.write_all(b"false")?,
+            Value::Number(n) => self.python_number(n)?,
+            Value::String(s) => python_string(s, self.out)?,
+            Value::Array(items) => {
+                if depth >= MAX_WRITE_DEPTH {
+                    return Err(too_deep());
+                }
+                self.out.write_all(b"[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.write_all(b",")?;
+                    }
+                    self.python(item, depth + 1)
+                        .map_err(|e| under(|| i.to_string(), e))?;
+                }
+                self.out.write_all(b"]")?;
+            }
+            Value::Object(map) => {
+                if depth >= MAX_WRITE_DEPTH {
+                    return Err(too_deep());
+                }
+                // A BTreeMap<String, _> iterates in UTF-8 byte order = code-point order,
+                // which is the order of Python's `sort_keys`.
+                self.out.write_all(b"{")?;
+                for (i, (key, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        self.out.write_all(b",")?;
+                    }
+                    python_string(key, self.out)?;
+                    self.out.write_all(b":")?;
+                    self.python(item, depth + 1)
+                        .map_err(|e| under(|| key.clone(), e))?;
+                }
+                self.out.write_all(b"}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn python_number(&mut self, n: &Number) -> Result<(), Error> {
+        match n {
+            Number::Int(i) => {
+                let mut buf = itoa::Buffer::new();
+                self.out.write_all(buf.format(*i).as_bytes())?;
+            }
+            Number::BigInt(digits) => self.out.write_all(digits.as_bytes())?,
+            Number::Float(f) if f.is_finite() => {
+                let mut buf = NumberBuffer::new();
+                python_float(*f, &mut buf);
+                self.out.write_all(buf.as_bytes())?;
+            }
+            Number::Float(f) => {
+                let word: &[u8] = if f.is_nan() {
+                    b"NaN"
+                } else if *f > 0.0 {
+                    b"Infinity"
+                } else {
+                    b"-Infinity"
+                };
+                if !self.allow_nan {
+                    return Err(refuse(format!(
+                        "{} has no canonical form in profile python-strict",
+                        String::from_utf8_lossy(word)
+                    )));
+                }
+                self.out.write_all(word)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn jcs(&mut self, value: &Value, depth: usize) -> Result<(), Error> {
+        match value {
+            Value::Null => self.out.write_all(b"null")?,
+            Value::Bool(true) => self.out.write_all(b"true")?,
+            Value::Bool(false) => self.out.write_all(b"false")?,
+            Value::Number(n) => self.jcs_number(n)?,
+            Value::String(s) => jcs_string(s, self.out)?,
+            Value::Array(items) => {
+                if depth >= MAX_WRITE_DEPTH {
+                    return Err(too_deep());
+                }
+                self.out.write_all(b"[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.write_all(b",")?;
+                    }
+                    self.jcs(item, depth + 1)
+                        .map_err(|e| under(|| i.to_string(), e))?;
+                }
+                self.out.write_all(b"]")?;
+            }
+            Value::Object(map) => {
+                if depth >= MAX_WRITE_DEPTH {
+                    return Err(too_deep());
+                }
+                self.out.write_all(b"{")?;
+                if utf8_order_is_utf16_order(map) {
+                    for (i, (key, item)) in map.iter().enumerate() {
+                        self.jcs_member(i, key, item, depth)?;
+                    }
+                } else {
+                    let mut members: Vec<(&String, &Value)> = map.iter().collect();
+                    members.sort_by(|a, b| cmp_utf16(a.0, b.0));
+                    for (i, (key, item)) in members.into_iter().enumerate() {
+                        self.jcs_member(i, key, item, depth)?;
+                    }
+                }
+                self.out.write_all(b"}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn jcs_member(&mut self, i: usize, key: &str, item: &Value, depth: usize) -> Result<(), Error> {
+        if i > 0 {
+            self.out.write_all(b",")?;
+        }
+        jcs_string(key, self.out)?;
+        self.out.write_all(b":")?;
+        self.jcs(item, depth + 1)
+            .map_err(|e| under(|| key.to_owned(), e))
+    }
+
+    fn jcs_number(&mut self, n: &Number) -> Result<(), Error> {
+        let f = match n {
+            Number::Int(i) => {
+                if i.unsigned_abs() <= 1 << 53 {
+                    // Exact as a double and printed by ECMAScript as the plain integer.
+                    let mut buf = itoa::Buffer::new();
+                    self.out.write_all(buf.format(*i).as_bytes())?;
+                    return Ok(());
+                }
+                exact_f64_of_i64(*i).ok_or_else(|| {
+                    refuse(format!(
+                        "integer {i} is not exactly representable as a double (profile jcs)"
+                    ))
+                })?
+            }
+            Number::BigInt(digits) => exact_f64_of_decimal(digits).ok_or_else(|| {
+                refuse(format!(
+                    "integer {digits} is not exactly representable as a double (profile jcs)"
+                ))
+            })?,
+            Number::Float(f) => *f,
+        };
+        if f.is_nan() {
+            return Err(refuse("NaN has no canonical form in profile jcs"));
+        }
+        if f.is_infinite() {
+            let word = if f > 0.0 { "Infinity" } else { "-Infinity" };
+            return Err(refuse(format!(
+                "{word} has no canonical form in profile jcs"
+            )));
+        }
+        let mut buf = NumberBuffer::new();
+        jcs_float(f, &mut buf);
+        self.out.write_all(buf.as_bytes())?;
+        Ok(())
+    }
+}
+
+/// UTF-8 byte order and UTF-16 code-unit order only disagree between an astral char (4-byte
+/// UTF-8, a surrogate pair in UTF-16) and one in U+E000..=U+FFFF. Without astral chars in the
+/// keys, the map's own order is already the JCS order and no sort is needed.
+fn utf8_order_is_utf16_order(map: &Map) -> bool {
+    map.keys().all(|k| k.bytes().all(|b| b < 0xf0))
+}
+
+/// Compares two strings by their UTF-16 code units, without transcoding either.
+pub(crate) fn cmp_utf16(a: &str, b: &str) -> std::cmp::Ordering {
+    let mut ac = a.chars();
+    let mut bc = b.chars();
+    loop {
+        match (ac.next(), bc.next()) {
+            (None, None) => return std::cmp::Ordering::Equal,
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) if x == y => continue,
+            (Some(x), Some(y)) => {
+                let (xu, yu) = (first_unit(x), first_unit(y));
+                // Equal first units means two astral chars with the same high surrogate:
+                // the low surrogates order as the code points do.
+                return xu.cmp(&yu).then((x as u32).cmp(&(y as u32)));
+            }
+        }
+    }
+}
+
+fn first_unit(c: char) -> u32 {
+    let c = c as u32;
+    if c >= 0x10000 {
+        0xd800 + ((c - 0x10000) >> 10)
+    } else {
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn utf16_order_matches_transcoded_comparison() {
+        let keys = [
+            "",
+            "a",
+            "ab",
+            "\u{7f}",
+            "\u{80}",
+            "\u{e000}",
+            "\u{ffff}",
+            "\u{10000}",
+            "\u{1f600}",
+            "\u{1f600}a",
+            "\u{1f601}",
+            "\u{10ffff}",
+            "\u{fb33}",
+            "\u{20ac}",
+        ];
+        for a in keys {
+            for b in keys {
+                let want = a.encode_utf16().cmp(b.encode_utf16());
+                assert_eq!(cmp_utf16(a, b), want, "{a:?} vs {b:?}");
+            }
+        }
+        assert_eq!(cmp_utf16("\u{1f600}", "\u{e000}"), Ordering::Less);
+    }
+
+    #[test]
+    fn error_pointer_names_the_path() {
+        let mut inner = Map::new();
+        inner.insert(
+            "a/b~c".into(),
+            Value::Array(vec![Value::Null, f64::NAN.into()]),
+        );
+        let v = Value::Object(inner);
+        let err = crate::to_vec(&v, Profile::Jcs).unwrap_err();
+        assert_eq!(err.pointer, "/a~1b~0c/1");
+        assert_eq!(err.message, "NaN has no canonical form in profile jcs");
+        let err = crate::to_vec(&v, Profile::PythonStrict).unwrap_err();
+        assert_eq!(err.pointer, "/a~1b~0c/1");
+        assert!(crate::to_vec(&v, Profile::Python).is_ok());
+    }
+
+    #[test]
+    fn depth_limit_is_an_error_not_a_crash() {
+        let mut v = Value::Null;
+        for _ in 0..MAX_WRITE_DEPTH + 1 {
+            v = Value::Array(vec![v]);
+        }
+        let err = crate::to_vec(&v, Profile::Python).unwrap_err();
+        assert!(err.message.contains("nested deeper"), "{err}");
+        // Unwrap iteratively so dropping the value does not recurse either.
+        let mut cur = v;
+        while let Value::Array(mut items) = cur {
+            cur = items.pop().unwrap_or(Value::Null);
+        }
+    }
+}
