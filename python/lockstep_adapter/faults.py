@@ -34,6 +34,13 @@ def main(argv):
         out.write(text + "\n")
         out.flush()
 
+    rid = [None]
+
+    def reply_with_id(obj):
+        obj = dict(obj)
+        obj["id"] = rid[0]
+        return json.dumps(obj)
+
     if mode == "exit_at_start":
         sys.stderr.write("faults: exiting before the handshake\n")
         return 3
@@ -75,10 +82,11 @@ def main(argv):
 
     for line in sys.stdin:
         request = json.loads(line)
+        rid[0] = request.get("id")
         op = request["op"]
         if op == "reset":
             t = 0
-            send(json.dumps(answer(1)))
+            send(reply_with_id(answer(1)))
         elif op == "step":
             t += 1
             sys.stderr.write(f"faults: step {t}\n")
@@ -88,7 +96,7 @@ def main(argv):
                     send("Traceback? no: this line is not JSON")
                     continue
                 if mode == "oversize":
-                    send(json.dumps({"ok": True, "pad": "x" * (2 << 20)}))
+                    send(reply_with_id({"ok": True, "pad": "x" * (2 << 20)}))
                     continue
                 if mode == "exit":
                     sys.stderr.write("faults: exiting mid-episode\n")
@@ -99,17 +107,17 @@ def main(argv):
                 elif mode == "bad_array":
                     reply["agents"]["agent"]["obs"]["obs"]["shape"] = [2]
                 elif mode == "extra_line":
-                    send(json.dumps(reply))
-                send(json.dumps(reply))
+                    send(reply_with_id(reply))
+                send(reply_with_id(reply))
                 continue
-            send(json.dumps(answer(1)))
+            send(reply_with_id(answer(1)))
         elif op == "state":
-            send(json.dumps({"ok": True, "state": {"t": t}}))
+            send(reply_with_id({"ok": True, "state": {"t": t}}))
         elif op == "close":
-            send('{"ok":true}')
+            send(reply_with_id({"ok": True}))
             return 0
         else:
-            send(json.dumps({"ok": False, "error": f"unknown op {op!r}"}))
+            send(reply_with_id({"ok": False, "error": f"unknown op {op!r}"}))
     return 0
 
 

@@ -231,8 +231,11 @@ def serve(make, out=None, inp=None):
         if not line:
             served.close()
             return 0
+        rid = "null"
         try:
             request = json.loads(line)
+            if type(request.get("id")) is int:
+                rid = str(request["id"])
             op = request["op"]
             if op == "step":
                 reply = served.step(request["actions"])
@@ -242,10 +245,11 @@ def serve(make, out=None, inp=None):
                 reply = '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
             elif op == "close":
                 served.close()
-                send('{"ok":true}')
+                send('{"id":%s,"ok":true}' % rid)
                 return 0
             else:
                 raise ValueError(f"unknown op {op!r}")
         except Exception as exc:  # noqa: BLE001 - every env failure is answered, not fatal
             reply = _error(exc)
-        send(reply)
+        # Every reply echoes its request's id, so a stray or lost line is caught at once.
+        send('{"id":' + rid + "," + reply[1:])

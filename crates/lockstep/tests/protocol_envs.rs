@@ -14,15 +14,26 @@ use protocol_common::{factory, first_difference, python, require, rollout};
 fn check_deterministic(args: &[&str], max_steps: usize) {
     let f = factory(args);
     let mut a = f.make().expect("first child starts");
-    let first = rollout(a.as_mut(), 11, max_steps).map_err(|(_, e)| e).unwrap();
-    let again = rollout(a.as_mut(), 11, max_steps).map_err(|(_, e)| e).unwrap();
-    let other = rollout(a.as_mut(), 12, max_steps).map_err(|(_, e)| e).unwrap();
+    let first = rollout(a.as_mut(), 11, max_steps)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let again = rollout(a.as_mut(), 11, max_steps)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let other = rollout(a.as_mut(), 12, max_steps)
+        .map_err(|(_, e)| e)
+        .unwrap();
     a.close().unwrap();
     let mut b = f.make().expect("second child starts");
-    let elsewhere = rollout(b.as_mut(), 11, max_steps).map_err(|(_, e)| e).unwrap();
+    let elsewhere = rollout(b.as_mut(), 11, max_steps)
+        .map_err(|(_, e)| e)
+        .unwrap();
     b.close().unwrap();
 
-    assert!(first.transitions.len() > 10, "{args:?}: episode too short to tell");
+    assert!(
+        first.transitions.len() > 10,
+        "{args:?}: episode too short to tell"
+    );
     assert_eq!(
         first_difference(&first.transitions, &again.transitions),
         None,
@@ -35,7 +46,10 @@ fn check_deterministic(args: &[&str], max_steps: usize) {
     );
     let d = first_difference(&first.transitions, &other.transitions)
         .unwrap_or_else(|| panic!("{args:?}: seeds 11 and 12 gave the same episode"));
-    assert_eq!(d.step, 0, "{args:?}: another seed differs from the reset on");
+    assert_eq!(
+        d.step, 0,
+        "{args:?}: another seed differs from the reset on"
+    );
 
     // state() is JSON holding the env's RNG; the same seed gives the same starting state.
     let state = &first.state_after_reset;
@@ -100,14 +114,24 @@ fn cartpole_observation_bytes_match_plain_python() {
                   print(o.tobytes().hex())\n\
                   o, r, *_ = e.step(1)\n\
                   print(o.tobytes().hex(), struct.pack('<d', float(r)).hex())\n";
-    let out = Command::new(python()).args(["-c", script]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(python())
+        .args(["-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
 
     let mut env = factory(&["gymnasium", "CartPole-v1"]).make().unwrap();
     let t = env.reset(5, &Value::Null).unwrap();
-    assert_eq!(hex::encode(t.agents["agent"].obs["obs"].to_le_bytes()), lines[0]);
+    assert_eq!(
+        hex::encode(t.agents["agent"].obs["obs"].to_le_bytes()),
+        lines[0]
+    );
     let mut actions = lockstep::env::Actions::new();
     actions.insert("agent".into(), lockstep::env::Action::Discrete(1));
     let t = env.step(&actions).unwrap();
@@ -122,7 +146,9 @@ fn cartpole_observation_bytes_match_plain_python() {
 #[test]
 fn dict_and_discrete_observations_become_keys() {
     require(&["gymnasium"]);
-    let mut env = factory(&["factory", "lockstep_adapter.testing:walker"]).make().unwrap();
+    let mut env = factory(&["factory", "lockstep_adapter.testing:walker"])
+        .make()
+        .unwrap();
     let spec = env.spec().clone();
     let keys: Vec<_> = spec.agents[0].observation_space.keys().collect();
     assert_eq!(keys, ["pos", "tick"]);

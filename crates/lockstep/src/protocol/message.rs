@@ -451,11 +451,44 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     serde_json::to_writer(&mut *out, s).expect("writing a string into a Vec cannot fail");
 }
 
-/// `{"op":"reset","seed":S,"options":O}` and a newline. `options` is written in the `python`
-/// canonical profile (NaN and infinities as Python's json reads them).
-pub fn write_reset(out: &mut Vec<u8>, seed: u64, options: &Value) -> Result<(), MessageError> {
+fn write_head(out: &mut Vec<u8>, id: u64, op: &str) {
     out.clear();
-    out.extend_from_slice(b"{\"op\":\"reset\",\"seed\":");
+    out.extend_from_slice(b"{\"id\":");
+    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    out.extend_from_slice(b",\"op\":\"");
+    out.extend_from_slice(op.as_bytes());
+    out.push(b'"');
+}
+
+/// Checks that a reply echoes the id of its request: a stray extra line, or an answer to an
+/// earlier request, is caught at once instead of being taken for the current answer.
+pub fn check_id(value: &Value, expected: u64) -> Result<(), MessageError> {
+    match value.get("id") {
+        Some(Value::Number(Number::Int(i))) if *i >= 0 && *i as u64 == expected => Ok(()),
+        Some(other) => Err(err(
+            "/id",
+            format!(
+                "the answer carries id {}, the request was {expected} (a line no request asked \
+                 for, or an answer out of order)",
+                lockstep_canon::to_vec(other, lockstep_canon::Profile::Python)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_else(|_| "?".into())
+            ),
+        )),
+        None => Err(err("/id", "missing field `id`")),
+    }
+}
+
+/// `{"id":N,"op":"reset","seed":S,"options":O}` and a newline. `options` is written in the `python`
+/// canonical profile (NaN and infinities as Python's json reads them).
+pub fn write_reset(
+    out: &mut Vec<u8>,
+    id: u64,
+    seed: u64,
+    options: &Value,
+) -> Result<(), MessageError> {
+    write_head(out, id, "reset");
+    out.extend_from_slice(b",\"seed\":");
     out.extend_from_slice(itoa::Buffer::new().format(seed).as_bytes());
     out.extend_from_slice(b",\"options\":");
     lockstep_canon::write_value(options, lockstep_canon::Profile::Python, out)
@@ -464,11 +497,11 @@ pub fn write_reset(out: &mut Vec<u8>, seed: u64, options: &Value) -> Result<(), 
     Ok(())
 }
 
-/// `{"op":"step","actions":{...}}` and a newline. Discrete actions are integers, multi-discrete
+/// `{"id":N,"op":"step","actions":{...}}` and a newline. Discrete actions are integers, multi-discrete
 /// lists of integers, continuous actions float64 wire arrays shaped as the agent's box space.
-pub fn write_step(out: &mut Vec<u8>, actions: &Actions, spec: &EnvSpec) {
-    out.clear();
-    out.extend_from_slice(b"{\"op\":\"step\",\"actions\":{");
+pub fn write_step(out: &mut Vec<u8>, id: u64, actions: &Actions, spec: &EnvSpec) {
+    write_head(out, id, "step");
+    out.extend_from_slice(b",\"actions\":{");
     let mut ints = itoa::Buffer::new();
     for (i, (name, action)) in actions.iter().enumerate() {
         if i > 0 {
@@ -526,10 +559,8 @@ pub fn write_step(out: &mut Vec<u8>, actions: &Actions, spec: &EnvSpec) {
 }
 
 /// A request without arguments (`state`, `close`) and a newline.
-pub fn write_op(out: &mut Vec<u8>, op: &str) {
-    out.clear();
-    out.extend_from_slice(b"{\"op\":");
-    write_str(out, op);
+pub fn write_op(out: &mut Vec<u8>, id: u64, op: &str) {
+    write_head(out, id, op);
     out.extend_from_slice(b"}\n");
 }
 
@@ -679,25 +710,30 @@ mod tests {
     fn requests_are_json_lines() {
         let mut buf = Vec::new();
         let options = parse(r#"{"b":[1.0,2],"a":null}"#);
-        write_reset(&mut buf, u64::MAX, &options).unwrap();
+        write_reset(&mut buf, 7, u64::MAX, &options).unwrap();
         assert_eq!(
             buf,
-            b"{\"op\":\"reset\",\"seed\":18446744073709551615,\"options\":{\"a\":null,\"b\":[1.0,2]}}\n"
+            b"{\"id\":7,\"op\":\"reset\",\"seed\":18446744073709551615,\"options\":{\"a\":null,\"b\":[1.0,2]}}\n"
         );
         let mut actions = Actions::new();
         actions.insert("a".into(), Action::Discrete(-1));
         actions.insert("b".into(), Action::Continuous(vec![0.5, -0.25]));
         actions.insert("c\"".into(), Action::MultiDiscrete(vec![1, 0]));
-        write_step(&mut buf, &actions, &spec());
+        write_step(&mut buf, 8, &actions, &spec());
         let text = std::str::from_utf8(&buf).unwrap();
         assert!(text.ends_with("}}\n"));
         let v = parse(text.trim_end());
         assert_eq!(v.pointer("/actions/a").unwrap().as_i64(), Some(-1));
+        assert!(check_id(&v, 8).is_ok());
+        assert!(check_id(&v, 9)
+            .unwrap_err()
+            .message
+            .contains("carries id 8"));
         let arr = decode_array(v.pointer("/actions/b").unwrap(), "", &mut Vec::new()).unwrap();
         assert_eq!(arr.data(), &ArrayData::F64(vec![0.5, -0.25]));
         assert_eq!(arr.shape(), &[2]);
         assert_eq!(v.pointer("/actions/c\"/1").unwrap().as_i64(), Some(0));
-        write_op(&mut buf, "state");
-        assert_eq!(buf, b"{\"op\":\"state\"}\n");
+        write_op(&mut buf, 9, "state");
+        assert_eq!(buf, b"{\"id\":9,\"op\":\"state\"}\n");
     }
 }

@@ -80,6 +80,8 @@ pub struct ProcessEnv {
     /// The fault that killed the child, repeated by every later call.
     dead: Option<EnvError>,
     closed: bool,
+    /// Id of the last request sent (replies echo it).
+    request_id: u64,
     buf: Vec<u8>,
     scratch: Vec<u8>,
 }
@@ -150,6 +152,7 @@ impl ProcessEnv {
             started: false,
             dead: None,
             closed: false,
+            request_id: 0,
             buf: Vec::new(),
             scratch: Vec::new(),
         })
@@ -196,10 +199,17 @@ impl ProcessEnv {
         Ok(())
     }
 
-    /// Sends the request in `self.buf` and returns the parsed answer line. Any fault kills the
-    /// child and is remembered.
+    /// The id for the next request.
+    fn next_id(&mut self) -> u64 {
+        self.request_id += 1;
+        self.request_id
+    }
+
+    /// Sends the request in `self.buf` and returns the parsed answer line, checked to carry the
+    /// request's id. Any fault kills the child and is remembered.
     fn exchange(&mut self, request: &Request) -> Result<Value, EnvError> {
         let timeout = self.options.request_timeout;
+        let id = self.request_id;
         let outcome = self
             .child
             .send(&self.buf)
@@ -208,6 +218,11 @@ impl ProcessEnv {
             .and_then(|line| {
                 message::parse_line(&line)
                     .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(&line)))
+            })
+            .and_then(|value| {
+                message::check_id(&value, id)
+                    .map(|()| value)
+                    .map_err(|e| format!("the answer breaks the protocol: {e}"))
             });
         outcome.map_err(|what| self.fail(request, &what))
     }
@@ -335,7 +350,8 @@ impl Env for ProcessEnv {
 
     fn reset(&mut self, seed: u64, options: &Value) -> Result<&Transition, EnvError> {
         self.check_usable()?;
-        message::write_reset(&mut self.buf, seed, options).map_err(|e| {
+        let id = self.next_id();
+        message::write_reset(&mut self.buf, id, seed, options).map_err(|e| {
             EnvError::new(format!(
                 "env process `{}`: reset options cannot be sent: {e}",
                 self.command
@@ -354,7 +370,8 @@ impl Env for ProcessEnv {
                 self.command
             )));
         }
-        message::write_step(&mut self.buf, actions, &self.spec);
+        let id = self.next_id();
+        message::write_step(&mut self.buf, id, actions, &self.spec);
         let n = self.steps + 1;
         self.transition_request(Request::Step(n))?;
         self.steps = n;
@@ -363,7 +380,8 @@ impl Env for ProcessEnv {
 
     fn state(&mut self) -> Result<Value, EnvError> {
         self.check_usable()?;
-        message::write_op(&mut self.buf, "state");
+        let id = self.next_id();
+        message::write_op(&mut self.buf, id, "state");
         let value = self.exchange(&Request::State)?;
         let map = self.answer(&Request::State, &value)?;
         match message::read_state(map) {
@@ -383,7 +401,8 @@ impl Env for ProcessEnv {
             self.closed = true;
             return Err(e.clone());
         }
-        message::write_op(&mut self.buf, "close");
+        let id = self.next_id();
+        message::write_op(&mut self.buf, id, "close");
         let result = self
             .exchange(&Request::Close)
             .and_then(|v| self.answer(&Request::Close, &v).map(|_| ()));
