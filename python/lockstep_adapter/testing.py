@@ -18,6 +18,8 @@ late           fine until step 40, then unseeded ``random``      40      ``obs/p
 crash          the process aborts (SIGABRT) at step 5            5       -
 hang           sleeps an hour at step 3                          3       -
 raises         raises ValueError at step 2 (answered ok: false)  2       -
+chatty         prints to stdout every step (harmless: the        -       -
+               adapter sends stdout to stderr)
 ============== ================================================= ======= ==============
 """
 
@@ -30,7 +32,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-BUGS = ("global_rng", "leaky_reset", "wall_clock", "hash_seed", "late", "crash", "hang", "raises")
+BUGS = ("global_rng", "leaky_reset", "wall_clock", "hash_seed", "late", "crash", "hang", "raises", "chatty")
 
 NAMES = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 
@@ -80,6 +82,8 @@ class Walker(gymnasium.Env):
             time.sleep(3600)
         if self.bug == "raises" and self.t == 2:
             raise ValueError("walker: refusing step 2")
+        if self.bug == "chatty":
+            print(f"walker: chatty step {self.t}")
         if self.bug == "global_rng":
             noise = np.random.normal(scale=0.01, size=2)
         else:
