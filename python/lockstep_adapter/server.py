@@ -52,6 +52,7 @@ class Served:
         self.obs_encoders = {a: wire.ObservationEncoder(self.obs_spaces[a]) for a in self.agents}
         self.action_decoders = {a: wire.ActionDecoder(self.action_spaces[a]) for a in self.agents}
         self.agent_names = {a: json.dumps(a) for a in self.agents}
+        self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
 
     # Subclasses provide these.
     def _action_spaces(self):
@@ -71,10 +72,9 @@ class Served:
 
     def logs(self):
         """New log lines: an env may define ``lockstep_drain_logs()`` returning a list of str."""
-        drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
-        if drain is None:
+        if self._drain is None:
             return "[]"
-        return wire.dumps([str(line) for line in drain()])
+        return wire.dumps([str(line) for line in self._drain()])
 
     def handshake(self):
         fields = self.declared_fields()
@@ -155,22 +155,31 @@ class GymnasiumServed(Served):
     def _observation_spaces(self):
         return {self.AGENT: self.env.observation_space}
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._decode = self.action_decoders[self.AGENT].decode
+        self._encode = self.obs_encoders[self.AGENT].encode
+
     def reset(self, seed, options):
         obs, info = self.env.reset(seed=seed, options=options)
         self.env.action_space.seed(seed)
         return self.transition({self.AGENT: obs}, None, None, None, {self.AGENT: info}, self.agents)
 
     def step(self, actions):
-        a = self.AGENT
-        action = self.action_decoders[a].decode(actions[a])
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return self.transition(
-            {a: obs},
-            {a: reward},
-            {a: bool(terminated)},
-            {a: bool(truncated)},
-            {a: info},
-            self.agents,
+        # The hot path of a single-agent env: one string build, no per-step dicts.
+        obs, reward, terminated, truncated, info = self.env.step(self._decode(actions[self.AGENT]))
+        return (
+            '{"ok":true,"agents":{"agent":{"obs":'
+            + self._encode(obs)
+            + ","
+            + wire.reward_fields(reward)
+            + (',"terminated":true' if terminated else ',"terminated":false')
+            + (',"truncated":true' if truncated else ',"truncated":false')
+            + ',"info":'
+            + ("{}" if not info else wire.dumps(wire.to_json(info)))
+            + '}},"logs":'
+            + self.logs()
+            + "}"
         )
 
 

@@ -26,6 +26,8 @@ _WIDEN = {
 }
 
 _b64 = base64.b64encode
+_isfinite = math.isfinite
+_repr = float.__repr__
 
 
 class WireError(Exception):
@@ -122,8 +124,8 @@ def reward_fields(reward):
     digits, most significant first), which also keeps a NaN payload.
     """
     r = float(reward)
-    if math.isfinite(r):
-        return '"reward":' + repr(r)
+    if _isfinite(r):
+        return '"reward":' + _repr(r)
     bits = struct.unpack("<Q", struct.pack("<d", r))[0]
     return '"reward":null,"reward_bits":"%016x"' % bits
 
