@@ -75,6 +75,16 @@ fn run() -> Result<(), String> {
     }
     ratios.sort_by(f64::total_cmp);
     println!("steps per round: {steps}, rounds: {rounds}");
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        // Ping-pong over pipes suffers from a busy machine far more than a plain loop does.
+        println!(
+            "load average (1 5 15 min): {}",
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
     println!("median per-round ratio: {:.2}", ratios[ratios.len() / 2]);
     println!("served through lockstep/1 (best round): {served_best:.0} steps/s");
     println!("plain Python (best round):              {plain_best:.0} steps/s");
@@ -87,23 +97,19 @@ fn served_rate(factory: &ProcessEnvFactory, steps: u64) -> Result<f64, String> {
     let mut env = factory.make().map_err(|e| e.to_string())?;
     let mut sampler = ActionSampler::new(0, env.spec());
     let mut episodes = 1u64;
-    let mut last = env
-        .reset(0, &Value::Null)
-        .map_err(|e| e.to_string())?
-        .clone();
+    let mut actions = sampler.sample(env.reset(0, &Value::Null).map_err(|e| e.to_string())?);
     let start = Instant::now();
     for _ in 0..steps {
-        let actions = sampler.sample(&last);
         let t = env.step(&actions).map_err(|e| e.to_string())?;
-        if t.is_done() {
+        actions = if t.is_done() {
             episodes += 1;
-            last = env
+            let t = env
                 .reset(episodes, &Value::Null)
-                .map_err(|e| e.to_string())?
-                .clone();
+                .map_err(|e| e.to_string())?;
+            sampler.sample(t)
         } else {
-            last.clone_from(t);
-        }
+            sampler.sample(t)
+        };
     }
     let rate = steps as f64 / start.elapsed().as_secs_f64();
     env.close().map_err(|e| e.to_string())?;

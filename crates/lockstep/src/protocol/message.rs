@@ -356,89 +356,218 @@ pub fn decode_array(value: &Value, at: &str, scratch: &mut Vec<u8>) -> Result<Ar
     Array::from_le_bytes(dtype, &shape, scratch).map_err(|e| err(at, e.to_string()))
 }
 
-fn parse_reward(map: &lockstep_canon::Map, at: &str) -> Result<f64, MessageError> {
+fn parse_reward(map: &lockstep_canon::Map, agent: &str) -> Result<f64, MessageError> {
     if let Some(bits) = map.get("reward_bits") {
-        let here = format!("{at}/reward_bits");
+        let here = || render(&["agents", agent, "reward_bits"]);
         let s = bits
             .as_str()
-            .ok_or_else(|| err(&here, "`reward_bits` is not a string"))?;
+            .ok_or_else(|| err(&here(), "`reward_bits` is not a string"))?;
         if s.len() != 16 {
-            return Err(err(&here, "`reward_bits` needs 16 hex digits"));
+            return Err(err(&here(), "`reward_bits` needs 16 hex digits"));
         }
         let bits = u64::from_str_radix(s, 16)
-            .map_err(|_| err(&here, "`reward_bits` is not hexadecimal"))?;
+            .map_err(|_| err(&here(), "`reward_bits` is not hexadecimal"))?;
         return Ok(f64::from_bits(bits));
     }
-    match field(map, at, "reward")? {
-        v @ Value::Number(_) => Ok(v.as_f64().expect("numbers convert to f64")),
-        _ => Err(err(&format!("{at}/reward"), "`reward` is not a number")),
+    match map.get("reward") {
+        Some(v @ Value::Number(_)) => Ok(v.as_f64().expect("numbers convert to f64")),
+        Some(_) => Err(err(
+            &render(&["agents", agent, "reward"]),
+            "`reward` is not a number",
+        )),
+        None => Err(err(&render(&["agents", agent]), "missing field `reward`")),
     }
 }
 
-fn flag(map: &lockstep_canon::Map, at: &str, name: &str) -> Result<bool, MessageError> {
-    field(map, at, name)?.as_bool().ok_or_else(|| {
-        err(
-            &format!("{at}/{name}"),
+fn flag(map: &lockstep_canon::Map, agent: &str, name: &str) -> Result<bool, MessageError> {
+    match map.get(name) {
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(err(
+            &render(&["agents", agent, name]),
             format!("`{name}` is not a boolean"),
-        )
-    })
+        )),
+        None => Err(err(
+            &render(&["agents", agent]),
+            format!("missing field `{name}`"),
+        )),
+    }
+}
+
+/// A JSON Pointer from unescaped segments; built only when an error needs it.
+fn render(parts: &[&str]) -> String {
+    let mut out = String::new();
+    for p in parts {
+        out.push('/');
+        out.push_str(&seg(p));
+    }
+    out
 }
 
 /// Reads a reset or step reply (after [`reply`] said `ok`) into `out`, replacing its contents.
 /// Every agent must be one the handshake declared.
+///
+/// Hot path: `out` is updated in place. An observation whose dtype and shape did not change is
+/// decoded into its existing buffer, and one whose bytes did not change keeps its revision, so
+/// a tracer can reuse its digest. Infos are moved out of `map`, not cloned. On an error `out`
+/// holds a mix of old and new contents (the caller discards the env).
 pub fn read_transition(
-    map: &lockstep_canon::Map,
+    map: &mut lockstep_canon::Map,
     spec: &EnvSpec,
     out: &mut Transition,
     scratch: &mut Vec<u8>,
 ) -> Result<(), MessageError> {
-    let agents = object(field(map, "", "agents")?, "/agents")?;
-    let mut next = BTreeMap::new();
-    for (name, step) in agents {
-        let at = format!("/agents/{}", seg(name));
+    let agents = match map.get_mut("agents") {
+        Some(Value::Object(agents)) => agents,
+        Some(_) => return Err(err("/agents", "expected a JSON object")),
+        None => return Err(err("", "missing field `agents`")),
+    };
+    for name in agents.keys() {
         if !spec.agents.iter().any(|a| &a.name == name) {
             return Err(err(
-                &at,
+                &render(&["agents", name]),
                 format!("agent {name:?} was not declared in the handshake"),
             ));
         }
-        let sm = object(step, &at)?;
-        let obs_at = format!("{at}/obs");
-        let mut obs = BTreeMap::new();
-        for (key, arr) in object(field(sm, &at, "obs")?, &obs_at)? {
-            obs.insert(
-                key.clone(),
-                decode_array(arr, &format!("{obs_at}/{}", seg(key)), scratch)?,
+    }
+    out.agents.retain(|name, _| agents.contains_key(name));
+    for (name, step) in agents.iter_mut() {
+        let Value::Object(sm) = step else {
+            return Err(err(&render(&["agents", name]), "expected a JSON object"));
+        };
+        if !out.agents.contains_key(name) {
+            out.agents.insert(
+                name.clone(),
+                AgentStep {
+                    obs: BTreeMap::new(),
+                    reward: 0.0,
+                    terminated: false,
+                    truncated: false,
+                    info: Value::Null,
+                },
             );
         }
-        next.insert(
-            name.clone(),
-            AgentStep {
-                obs,
-                reward: parse_reward(sm, &at)?,
-                terminated: flag(sm, &at, "terminated")?,
-                truncated: flag(sm, &at, "truncated")?,
-                info: sm
-                    .get("info")
-                    .cloned()
-                    .unwrap_or_else(|| Value::Object(Default::default())),
-            },
-        );
+        let slot = out.agents.get_mut(name).expect("inserted above");
+        read_agent(sm, name, slot, scratch)?;
     }
-    let logs = match map.get("logs") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(v) => array(v, "/logs")?
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                l.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| err(&format!("/logs/{i}"), "log line is not a string"))
-            })
-            .collect::<Result<Vec<_>, _>>()?,
+    out.logs.clear();
+    match map.get("logs") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(lines)) => {
+            for (i, l) in lines.iter().enumerate() {
+                match l {
+                    Value::String(s) => out.logs.push(s.clone()),
+                    _ => return Err(err(&format!("/logs/{i}"), "log line is not a string")),
+                }
+            }
+        }
+        Some(_) => return Err(err("/logs", "expected a JSON array")),
+    }
+    Ok(())
+}
+
+fn read_agent(
+    sm: &mut lockstep_canon::Map,
+    name: &str,
+    slot: &mut AgentStep,
+    scratch: &mut Vec<u8>,
+) -> Result<(), MessageError> {
+    let obs = match sm.get("obs") {
+        Some(Value::Object(obs)) => obs,
+        Some(_) => {
+            return Err(err(
+                &render(&["agents", name, "obs"]),
+                "expected a JSON object",
+            ))
+        }
+        None => return Err(err(&render(&["agents", name]), "missing field `obs`")),
     };
-    out.agents = next;
-    out.logs = logs;
+    slot.obs.retain(|key, _| obs.contains_key(key));
+    for (key, arr) in obs {
+        match slot.obs.get_mut(key) {
+            Some(existing) => update_array(existing, arr, scratch).map_err(|e| {
+                err(
+                    &(render(&["agents", name, "obs", key]) + &e.pointer),
+                    e.message,
+                )
+            })?,
+            None => {
+                let fresh = decode_array(arr, &render(&["agents", name, "obs", key]), scratch)?;
+                slot.obs.insert(key.clone(), fresh);
+            }
+        }
+    }
+    slot.reward = parse_reward(sm, name)?;
+    slot.terminated = flag(sm, name, "terminated")?;
+    slot.truncated = flag(sm, name, "truncated")?;
+    slot.info = match sm.get_mut("info") {
+        Some(info) => std::mem::replace(info, Value::Null),
+        None => Value::Object(Default::default()),
+    };
+    Ok(())
+}
+
+/// Decodes `value` into `existing` when dtype and shape match (else replaces it), keeping its
+/// revision when the bytes are the same. Errors carry a pointer relative to the array.
+fn update_array(
+    existing: &mut Array,
+    value: &Value,
+    scratch: &mut Vec<u8>,
+) -> Result<(), MessageError> {
+    let same_layout = (|| {
+        let map = value.as_object()?;
+        let dtype = DType::from_name(map.get("dtype")?.as_str()?)?;
+        let shape = map.get("shape")?.as_array()?;
+        let same = dtype == existing.dtype()
+            && shape.len() == existing.shape().len()
+            && shape
+                .iter()
+                .zip(existing.shape())
+                .all(|(v, &n)| v.as_i64() == Some(n as i64));
+        Some(same).filter(|&s| s).and(map.get("data")?.as_str())
+    })();
+    let Some(data) = same_layout else {
+        *existing = decode_array(value, "", scratch)?;
+        return Ok(());
+    };
+    scratch.clear();
+    B64.decode_vec(data, scratch)
+        .map_err(|e| err("/data", format!("bad base64: {e}")))?;
+    let want = existing.len() * existing.dtype().size();
+    if scratch.len() != want {
+        return Err(err(
+            "/data",
+            format!(
+                "array data holds {} bytes but shape {:?} of {} needs {want}",
+                scratch.len(),
+                existing.shape(),
+                existing.dtype().name()
+            ),
+        ));
+    }
+    let mut unchanged = true;
+    let mut offset = 0;
+    existing.with_le_bytes(|chunk| {
+        unchanged &= scratch.get(offset..offset + chunk.len()) == Some(chunk);
+        offset += chunk.len();
+    });
+    if unchanged {
+        return Ok(());
+    }
+    if cfg!(target_endian = "little") {
+        use crate::env::ArrayData as D;
+        match existing.data_mut() {
+            D::Bool(v) | D::U8(v) => v.copy_from_slice(scratch),
+            D::I8(v) => bytemuck::cast_slice_mut(v).copy_from_slice(scratch),
+            D::I32(v) => bytemuck::cast_slice_mut(v).copy_from_slice(scratch),
+            D::I64(v) => bytemuck::cast_slice_mut(v).copy_from_slice(scratch),
+            D::F32(v) => bytemuck::cast_slice_mut(v).copy_from_slice(scratch),
+            D::F64(v) => bytemuck::cast_slice_mut(v).copy_from_slice(scratch),
+        }
+    } else {
+        let shape = existing.shape().to_vec();
+        *existing = Array::from_le_bytes(existing.dtype(), &shape, scratch)
+            .map_err(|e| err("", e.to_string()))?;
+    }
     Ok(())
 }
 
@@ -642,10 +771,9 @@ mod tests {
         let line = r#"{"ok":true,"agents":{"a":{"obs":{"obs":{"dtype":"float32","shape":[2],"data":"AADAPwAAAMA="}},
             "reward":0.1,"terminated":false,"truncated":true,"info":{"n":1}},
             "b":{"obs":{},"reward":null,"reward_bits":"7ff8000000000001","terminated":true,"truncated":false}},"logs":["x"]}"#;
-        let v = parse(line);
-        let Reply::Ok(map) = reply(&v).unwrap() else {
-            panic!()
-        };
+        let mut v = parse(line);
+        assert!(matches!(reply(&v), Ok(Reply::Ok(_))));
+        let Value::Object(map) = &mut v else { panic!() };
         let mut t = Transition::default();
         read_transition(map, &spec(), &mut t, &mut Vec::new()).unwrap();
         let a = &t.agents["a"];
@@ -654,6 +782,36 @@ mod tests {
         assert!(a.truncated && !a.terminated);
         assert_eq!(t.agents["b"].reward.to_bits(), 0x7ff8000000000001);
         assert_eq!(t.logs, vec!["x".to_string()]);
+    }
+
+    #[test]
+    fn unchanged_arrays_keep_their_revision_and_changed_ones_are_rewritten() {
+        let step = |data: &str, shape: &str| {
+            format!(
+                r#"{{"ok":true,"agents":{{"a":{{"obs":{{"o":{{"dtype":"float32","shape":{shape},"data":"{data}"}}}},"reward":0,"terminated":false,"truncated":false}}}}}}"#
+            )
+        };
+        let mut t = Transition::default();
+        let mut scratch = Vec::new();
+        let mut read = |line: String, t: &mut Transition| {
+            let mut v = parse(&line);
+            let Value::Object(map) = &mut v else { panic!() };
+            read_transition(map, &spec(), t, &mut scratch).unwrap();
+        };
+        read(step("AADAPwAAAMA=", "[2]"), &mut t);
+        let first = t.agents["a"].obs["o"].revision();
+        read(step("AADAPwAAAMA=", "[2]"), &mut t);
+        assert_eq!(
+            t.agents["a"].obs["o"].revision(),
+            first,
+            "same bytes, same revision"
+        );
+        read(step("AADAPwAAAAA=", "[2]"), &mut t);
+        let o = &t.agents["a"].obs["o"];
+        assert_ne!(o.revision(), first);
+        assert_eq!(o.data(), &ArrayData::F32(vec![1.5, 0.0]));
+        read(step("AADAPw==", "[1]"), &mut t);
+        assert_eq!(t.agents["a"].obs["o"].data(), &ArrayData::F32(vec![1.5]));
     }
 
     #[test]
@@ -681,10 +839,8 @@ mod tests {
             ),
         ];
         for (line, pointer, text) in cases {
-            let v = parse(line);
-            let Reply::Ok(map) = reply(&v).unwrap() else {
-                panic!()
-            };
+            let mut v = parse(line);
+            let Value::Object(map) = &mut v else { panic!() };
             let e = read_transition(map, &spec(), &mut Transition::default(), &mut Vec::new())
                 .unwrap_err();
             assert_eq!(e.pointer, pointer, "{line}");

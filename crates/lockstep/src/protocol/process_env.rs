@@ -264,14 +264,19 @@ impl ProcessEnv {
     }
 
     fn transition_request(&mut self, request: Request) -> Result<&Transition, EnvError> {
-        let value = self.exchange(&request)?;
-        let map = self.answer(&request, &value)?;
-        if let Err(e) =
-            message::read_transition(map, &self.spec, &mut self.transition, &mut self.scratch)
-        {
-            return Err(self.fail(&request, &format!("the answer breaks the protocol: {e}")));
+        let mut value = self.exchange(&request)?;
+        self.answer(&request, &value)?;
+        let read = match &mut value {
+            Value::Object(map) => {
+                message::read_transition(map, &self.spec, &mut self.transition, &mut self.scratch)
+                    .map_err(|e| e.to_string())
+            }
+            _ => Err("the answer is not a JSON object".to_string()),
+        };
+        match read {
+            Ok(()) => Ok(&self.transition),
+            Err(e) => Err(self.fail(&request, &format!("the answer breaks the protocol: {e}"))),
         }
-        Ok(&self.transition)
     }
 }
 
