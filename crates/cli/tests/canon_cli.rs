@@ -1,0 +1,146 @@
+//! End-to-end tests of `lockstep canon` and `lockstep fingerprint`, driving the real binary.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn lockstep(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lockstep");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().expect("lockstep runs")
+}
+
+fn file(dir: &tempfile::TempDir, name: &str, body: &[u8]) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, body).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The seed-000 fresh(0) state, written with another key order and whitespace.
+const FRESH0: &[u8] =
+    b"{ \"visits\": 0, \"seed\": 0, \"target\": 0,\n  \"cookies\": {}, \"cache\": null }\n";
+/// CPython: hashlib.sha256(json.dumps(fresh(0), sort_keys=True, separators=(',', ':')).encode())
+const FRESH0_SHA256: &str = "883a3d08bbd807946dd5a3669440dec971af35a281fd0f3e15fb58c15eb08ac6";
+
+#[test]
+fn canon_prints_exactly_the_canonical_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "state.json", FRESH0);
+    let out = lockstep(&["canon", &path], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        out.stdout,
+        br#"{"cache":null,"cookies":{},"seed":0,"target":0,"visits":0}"#
+    );
+
+    let out = lockstep(
+        &["canon", "-"],
+        "{\"b\":[1,1.0,1e16],\"a\":\"é😀\"}".as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        out.stdout,
+        br#"{"a":"\u00e9\ud83d\ude00","b":[1,1.0,1e+16]}"#
+    );
+
+    let out = lockstep(
+        &["canon", "--profile", "jcs"],
+        "{\"b\":[1,1.0,1e16],\"a\":\"é😀\"}".as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"a\":\"é😀\",\"b\":[1,1,10000000000000000]}"
+    );
+}
+
+#[test]
+fn fingerprint_matches_python_hashlib() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "state.json", FRESH0);
+    let out = lockstep(&["fingerprint", &path], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{FRESH0_SHA256}\n")
+    );
+
+    let out = lockstep(&["fingerprint", "--profile", "python-strict"], FRESH0);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{FRESH0_SHA256}\n")
+    );
+}
+
+#[test]
+fn malformed_input_names_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "bad.json", b"{\n  \"a\": [1, 2,]\n}\n");
+    for cmd in ["canon", "fingerprint"] {
+        let out = lockstep(&[cmd, &path], b"");
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        assert!(out.stdout.is_empty(), "{cmd} printed nothing on stdout");
+        assert_eq!(
+            stderr(&out),
+            format!("error: {path}:2:14: invalid JSON: unexpected character ']'\n")
+        );
+    }
+}
+
+#[test]
+fn duplicate_key_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "dup.json", b"{\"a\": 1,\n \"a\": 2}");
+    let out = lockstep(&["fingerprint", &path], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        format!("error: {path}:2:2: invalid JSON: duplicate key \"a\"\n")
+    );
+}
+
+#[test]
+fn nan_is_refused_by_jcs_and_python_strict_but_kept_by_python() {
+    let input = b"{\"x\": [0.5, NaN]}";
+    let out = lockstep(&["canon", "--profile", "jcs"], input);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        stderr(&out),
+        "error: <stdin>: no canonical form in profile jcs: NaN has no canonical form in profile \
+         jcs at JSON Pointer \"/x/1\"\n"
+    );
+    let out = lockstep(&["fingerprint", "--profile", "python-strict"], input);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("at JSON Pointer \"/x/1\""),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = lockstep(&["canon"], input);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, br#"{"x":[0.5,NaN]}"#);
+}
+
+#[test]
+fn missing_file_and_unknown_profile_are_errors() {
+    let out = lockstep(&["canon", "/nonexistent/state.json"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error: cannot read /nonexistent/state.json"),
+        "{}",
+        stderr(&out)
+    );
+    let out = lockstep(&["fingerprint", "--profile", "yaml"], b"{}");
+    assert_eq!(out.status.code(), Some(2));
+}
