@@ -7,7 +7,9 @@ use lockstep_canon::Value;
 
 use super::child::{show_duration, Child};
 use super::message::{self, Handshake, Reply, WireContract};
+use crate::check::ProcessRunner;
 use crate::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
+use crate::trace::{self, Recorded, RolloutOptions};
 
 /// Limits and environment of an env process.
 #[derive(Debug, Clone, PartialEq)]
@@ -467,5 +469,29 @@ impl EnvFactory for ProcessEnvFactory {
 
     fn make(&self) -> Result<Box<dyn Env>, EnvError> {
         Ok(Box::new(self.spawn()?))
+    }
+}
+
+/// The other-process check for an external env: each run is a rollout of a fresh child (a new
+/// interpreter, and with [`ProcessOptions::vary_python_hash_seed`] a new string-hash salt),
+/// recorded by this process. Reset options are JSON null, as for every [`ProcessRunner`].
+impl ProcessRunner for ProcessEnvFactory {
+    fn run(
+        &self,
+        _env: &str,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Recorded, String> {
+        let mut env = self.spawn().map_err(|e| e.to_string())?;
+        let opts = RolloutOptions {
+            capture,
+            ..RolloutOptions::default()
+        };
+        let recorded = trace::rollout(&mut env, seed, steps, &opts).map_err(|e| e.to_string());
+        let closed = env.close();
+        let recorded = recorded?;
+        closed.map_err(|e| e.to_string())?;
+        Ok(recorded)
     }
 }
