@@ -12,7 +12,7 @@ use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Longest stderr line kept (bytes); the rest of a longer line is dropped.
 const STDERR_LINE_MAX: usize = 2000;
@@ -205,16 +205,19 @@ impl Child {
         Fault::Exited(self.wait_for(Duration::from_secs(2)))
     }
 
-    /// The exit status if the child ends within `patience`.
+    /// The exit status if the child ends within about `patience` (polled every 5 ms; counted
+    /// in polls rather than read from a clock).
     fn wait_for(&mut self, patience: Duration) -> Option<ExitStatus> {
-        let start = Instant::now();
-        loop {
+        const POLL: Duration = Duration::from_millis(5);
+        let polls = patience.as_millis() / POLL.as_millis();
+        for i in 0..=polls {
             match self.process.try_wait() {
                 Ok(Some(status)) => return Some(status),
-                Ok(None) if start.elapsed() < patience => thread::sleep(Duration::from_millis(5)),
+                Ok(None) if i < polls => thread::sleep(POLL),
                 _ => return None,
             }
         }
+        None
     }
 
     /// Closes stdin (a polite child exits on end of input), waits up to `patience`, then kills.
