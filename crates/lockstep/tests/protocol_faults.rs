@@ -180,7 +180,7 @@ fn hang_past_the_timeout_is_killed() {
         "--kwargs",
         r#"{"bug": "hang"}"#,
     ]);
-    let opts = options_with_timeout(Duration::from_millis(1500));
+    let opts = options_with_timeout(Duration::from_secs(3));
     let mut env = ProcessEnvFactory::new(argv, opts).spawn().unwrap();
     let pid = env.pid();
     let (episode, err) = rollout(&mut env, 1, 60).unwrap_err();
