@@ -3,7 +3,9 @@
 Run ``python -m lockstep_adapter --help``; the protocol is specified in docs/protocol.md.
 """
 
-from .wire import PROTOCOL
+# Defined here, not imported from .wire, so that the standard-library-only fixtures
+# (lockstep_adapter.faults) run without numpy.
+PROTOCOL = "lockstep/1"
 
 __all__ = ["PROTOCOL"]
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 
-PROTOCOL = "lockstep/1"
+from . import PROTOCOL  # noqa: F401 - re-exported for the server
 
 WIRE_DTYPES = ("bool", "int8", "uint8", "int32", "int64", "float32", "float64")
 

@@ -122,7 +122,9 @@ impl Child {
         let stdout = process.stdout.take().expect("stdout was piped");
         let stderr = process.stderr.take().expect("stderr was piped");
 
-        let (tx, lines) = mpsc::sync_channel(4);
+        // Capacity 1: a child that floods lines nobody asked for holds at most two of them in
+        // memory (one queued, one being read), each within the size limit.
+        let (tx, lines) = mpsc::sync_channel(1);
         thread::Builder::new()
             .name("lockstep-child-stdout".into())
             .spawn(move || read_lines(stdout, max_line, tx))?;
