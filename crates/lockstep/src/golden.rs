@@ -1,1 +1,380 @@
-//! (being built)
+//! Golden trajectory files: a committed trace of one seed, so dynamics never drift silently.
+//!
+//! A golden file (JSON, format [`FORMAT`], documented in docs/golden.md) records the env id and
+//! config, the seed, the step budget, the trace format and action-sampler versions, the episode
+//! digest and every step's digests (per agent and key, rewards and flags as values), and a
+//! changelog. [`verify`] re-runs the env and compares step by step: a failure names the first
+//! divergent step and what diverged there. [`update`] re-records it and refuses to do so
+//! without a reason, which it appends to the changelog with the old and new episode digests.
+//!
+//! The insta habit: a failing verify may leave the would-be file beside the golden as
+//! `FILE.new` ([`write_pending`]), never when the `CI` environment variable is set.
+
+use std::path::{Path, PathBuf};
+
+use lockstep_canon::Value;
+
+use crate::atomic_file::write_atomic;
+use crate::check::{first_divergence, Divergence, Site};
+use crate::env::{EnvError, EnvFactory};
+use crate::trace::{self, Digest, End, RolloutOptions, StepDigest, TraceError};
+
+/// Version of the golden file format.
+pub const FORMAT: &str = "lockstep/golden/v1";
+
+/// The reset contract an env was recorded under, when it has one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ContractRef {
+    pub name: String,
+    pub version: u32,
+}
+
+/// One deliberate change of a golden file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ChangelogEntry {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    pub reason: String,
+    /// Episode digest before the change (`null` for the first recording).
+    pub old_episode: Option<Digest>,
+    pub new_episode: Digest,
+}
+
+/// A golden trajectory file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Golden {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The env id the golden was recorded with.
+    pub env: String,
+    /// The env's config (with the seed, what determines the episode).
+    pub config: Value,
+    pub seed: u64,
+    /// Steps requested.
+    pub steps: u64,
+    /// [`trace::FORMAT`] of the digests.
+    pub trace_format: String,
+    /// [`trace::ACTION_SAMPLER`] that drove the rollout.
+    pub action_sampler: String,
+    #[serde(default)]
+    pub contract: Option<ContractRef>,
+    pub end: End,
+    pub episode: Digest,
+    pub step_digests: Vec<StepDigest>,
+    pub changelog: Vec<ChangelogEntry>,
+}
+
+/// A golden operation could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GoldenError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a golden file: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: golden format {found:?} is not {FORMAT:?}")]
+    Format { path: PathBuf, found: String },
+    #[error("could not make an env instance: {0}")]
+    Make(EnvError),
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    #[error("an update needs a non-empty reason (it goes into the changelog)")]
+    EmptyReason,
+    #[error("date {0:?} is not YYYY-MM-DD")]
+    Date(String),
+}
+
+/// What [`verify`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verification {
+    pub passed: bool,
+    /// The first divergence between the golden and the current run.
+    pub divergence: Option<Divergence>,
+    /// Differences that do not by themselves fail (env id, config) and caveats.
+    pub notes: Vec<String>,
+    /// The golden as the current run would record it (the old changelog kept): what a
+    /// pending file holds.
+    pub current: Golden,
+}
+
+fn check_date(date: &str) -> Result<(), GoldenError> {
+    let b = date.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let ok = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && digits(0..4)
+        && digits(5..7)
+        && digits(8..10)
+        && (1..=12).contains(&date[5..7].parse::<u32>().unwrap_or(0))
+        && (1..=31).contains(&date[8..10].parse::<u32>().unwrap_or(0));
+    if ok {
+        Ok(())
+    } else {
+        Err(GoldenError::Date(date.to_string()))
+    }
+}
+
+/// Runs `factory`'s env for `seed` and `steps` on a fresh instance and returns the golden
+/// it gives (with an empty changelog).
+fn run(factory: &dyn EnvFactory, seed: u64, steps: u64) -> Result<Golden, GoldenError> {
+    let mut env = factory.make().map_err(GoldenError::Make)?;
+    let config = env.spec().config.clone();
+    let r = trace::rollout(env.as_mut(), seed, steps, &RolloutOptions::default())?;
+    Ok(Golden {
+        format: FORMAT.into(),
+        env: r.trace.env,
+        config,
+        seed,
+        steps,
+        trace_format: trace::FORMAT.into(),
+        action_sampler: trace::ACTION_SAMPLER.into(),
+        contract: None,
+        end: r.trace.end,
+        episode: r.trace.episode,
+        step_digests: r.trace.step_digests,
+        changelog: Vec::new(),
+    })
+}
+
+/// Records a new golden, its changelog opened with a `recorded` entry dated `date`
+/// (`YYYY-MM-DD`).
+pub fn record(
+    factory: &dyn EnvFactory,
+    seed: u64,
+    steps: u64,
+    date: &str,
+) -> Result<Golden, GoldenError> {
+    check_date(date)?;
+    let mut g = run(factory, seed, steps)?;
+    g.changelog.push(ChangelogEntry {
+        date: date.into(),
+        reason: "recorded".into(),
+        old_episode: None,
+        new_episode: g.episode,
+    });
+    Ok(g)
+}
+
+/// Re-runs the golden's seed and steps and compares every step.
+pub fn verify(factory: &dyn EnvFactory, golden: &Golden) -> Result<Verification, GoldenError> {
+    let mut current = run(factory, golden.seed, golden.steps)?;
+    current.changelog = golden.changelog.clone();
+    current.contract = golden.contract.clone();
+    let mut notes = Vec::new();
+    if current.env != golden.env {
+        notes.push(format!(
+            "recorded with env {:?}, verified with {:?}",
+            golden.env, current.env
+        ));
+    }
+    let config = crate::diff::diff(&golden.config, &current.config);
+    if !config.is_empty() {
+        let pointers: Vec<&str> = config.changes.iter().map(|c| c.pointer.as_str()).collect();
+        notes.push(format!("config differs at {}", pointers.join(", ")));
+    }
+    let comparable =
+        golden.trace_format == trace::FORMAT && golden.action_sampler == trace::ACTION_SAMPLER;
+    if !comparable {
+        notes.push(format!(
+            "recorded with trace format {:?} and action sampler {:?}; this lockstep has {:?} and {:?}: the digests are not comparable, re-record with an update",
+            golden.trace_format, golden.action_sampler, trace::FORMAT, trace::ACTION_SAMPLER
+        ));
+    }
+    let divergence = if comparable {
+        first_divergence(&golden.step_digests, &current.step_digests).map(|mut d| {
+            if matches!(
+                d.site,
+                Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. }
+            ) {
+                d.note = Some(
+                    "a golden file keeps digests, not contents: the recorded values are not available"
+                        .into(),
+                );
+            }
+            d
+        })
+    } else {
+        None
+    };
+    let passed = comparable && divergence.is_none() && golden.episode == current.episode;
+    Ok(Verification {
+        passed,
+        divergence,
+        notes,
+        current,
+    })
+}
+
+/// Re-records `golden` with the current env and appends a changelog entry. Refuses an empty
+/// reason: a golden changes deliberately or not at all.
+pub fn update(
+    factory: &dyn EnvFactory,
+    golden: &Golden,
+    reason: &str,
+    date: &str,
+) -> Result<Golden, GoldenError> {
+    if reason.trim().is_empty() {
+        return Err(GoldenError::EmptyReason);
+    }
+    check_date(date)?;
+    let mut g = run(factory, golden.seed, golden.steps)?;
+    g.contract = golden.contract.clone();
+    g.changelog = golden.changelog.clone();
+    g.changelog.push(ChangelogEntry {
+        date: date.into(),
+        reason: reason.trim().into(),
+        old_episode: Some(golden.episode),
+        new_episode: g.episode,
+    });
+    Ok(g)
+}
+
+impl Golden {
+    /// Reads and validates a golden file.
+    pub fn load(path: &Path) -> Result<Golden, GoldenError> {
+        let bytes = std::fs::read(path).map_err(|source| GoldenError::Io {
+            path: path.into(),
+            source,
+        })?;
+        Golden::from_slice(&bytes, path)
+    }
+
+    fn from_slice(bytes: &[u8], path: &Path) -> Result<Golden, GoldenError> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            format: String,
+        }
+        let head: Head = serde_json::from_slice(bytes).map_err(|e| GoldenError::Parse {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        if head.format != FORMAT {
+            return Err(GoldenError::Format {
+                path: path.into(),
+                found: head.format,
+            });
+        }
+        serde_json::from_slice(bytes).map_err(|e| GoldenError::Parse {
+            path: path.into(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The file's bytes: pretty JSON (one digest per line, so a diff of two versions reads
+    /// well), fields in the struct's order, a final newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(self).expect("golden files serialise");
+        out.push(b'\n');
+        out
+    }
+
+    /// Writes the file atomically.
+    pub fn save(&self, path: &Path) -> Result<(), GoldenError> {
+        write_atomic(path, &self.to_bytes()).map_err(|source| GoldenError::Io {
+            path: path.into(),
+            source,
+        })
+    }
+}
+
+/// Where the pending file of `path` goes: `path` + `.new`.
+pub fn pending_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".new");
+    PathBuf::from(s)
+}
+
+/// Whether pending files may be written: never when the `CI` environment variable is set.
+pub fn pending_allowed() -> bool {
+    std::env::var_os("CI").is_none()
+}
+
+/// Writes `v.current` as the pending file of `path` unless [`pending_allowed`] says no;
+/// returns where it went.
+pub fn write_pending(path: &Path, v: &Verification) -> Result<Option<PathBuf>, GoldenError> {
+    if !pending_allowed() {
+        return Ok(None);
+    }
+    let pending = pending_path(path);
+    v.current.save(&pending)?;
+    Ok(Some(pending))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{self, Fault, FixtureFactory};
+
+    #[test]
+    fn record_verify_update_cycle() {
+        let f = fixtures::factory("fixture").unwrap();
+        let g = record(&f, 7, 40, "2026-11-30").unwrap();
+        assert_eq!(g.step_digests.len(), 41);
+        assert_eq!(g.changelog.len(), 1);
+        let v = verify(&f, &g).unwrap();
+        assert!(v.passed, "{v:?}");
+        assert!(v.notes.is_empty());
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.json");
+        g.save(&path).unwrap();
+        assert_eq!(Golden::load(&path).unwrap(), g);
+
+        // Changed dynamics: caught at the step where they change, with both rewards.
+        let drift = fixtures::factory("fixture:drift").unwrap();
+        let v = verify(&drift, &g).unwrap();
+        assert!(!v.passed);
+        let d = v.divergence.unwrap();
+        assert_eq!((d.step, d.agent(), d.key()), (20, Some("blue"), "reward"));
+        let Site::Reward { left, right, .. } = &d.site else {
+            panic!()
+        };
+        assert_ne!(left, right);
+        assert_eq!(v.notes.len(), 2, "env id and config differ: {:?}", v.notes);
+
+        assert!(matches!(
+            update(&drift, &g, "  ", "2026-11-30"),
+            Err(GoldenError::EmptyReason)
+        ));
+        let u = update(&drift, &g, "rewards doubled from step 20", "2026-12-01").unwrap();
+        assert_eq!(u.changelog.len(), 2);
+        let e = &u.changelog[1];
+        assert_eq!((e.old_episode, e.new_episode), (Some(g.episode), u.episode));
+        assert!(verify(&drift, &u).unwrap().passed);
+    }
+
+    #[test]
+    fn fewer_steps_diverge_at_the_length() {
+        let f = fixtures::factory("fixture").unwrap();
+        let g = record(&f, 7, 30, "2026-11-30").unwrap();
+        let short = FixtureFactory {
+            fault: Fault::None,
+            max_steps: 10,
+        };
+        let v = verify(&short, &g).unwrap();
+        assert!(!v.passed);
+        let d = v.divergence.unwrap();
+        // Truncated at step 10 instead of running on.
+        assert_eq!((d.step, d.key()), (10, "truncated"));
+    }
+
+    #[test]
+    fn bad_files_and_dates_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.json");
+        std::fs::write(&p, b"{\"format\": \"other/v9\"}").unwrap();
+        assert!(matches!(Golden::load(&p), Err(GoldenError::Format { .. })));
+        std::fs::write(&p, b"not json").unwrap();
+        assert!(matches!(Golden::load(&p), Err(GoldenError::Parse { .. })));
+        let f = fixtures::factory("fixture").unwrap();
+        assert!(matches!(
+            record(&f, 1, 2, "30/11/2026"),
+            Err(GoldenError::Date(_))
+        ));
+        assert_eq!(pending_path(&p), dir.path().join("x.json.new"));
+    }
+}

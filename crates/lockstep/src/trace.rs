@@ -1,1 +1,861 @@
-//! (being built)
+//! The digest of what an episode shows: observations, rewards, terminations, infos, logs.
+//!
+//! Two rollouts are "the same episode" exactly when their traces are equal. A trace keeps one
+//! [`StepDigest`] per transition (step 0 is the reset), with a digest per agent and per
+//! observation key, so a difference can be localised to a step, an agent and a key without
+//! keeping the arrays; the [`Rollout`] driver can capture the full [`Transition`] of one step
+//! when the element itself is wanted (a rollout is deterministic, so the checks re-run to the
+//! divergent step instead of keeping every step in memory).
+//!
+//! # Format `lockstep/trace/v1`
+//!
+//! Every digest is SHA-256 (FIPS 180-4, the `sha2` crate, hardware SHA extensions when the
+//! CPU has them). Integers are little-endian, `u64` unless said otherwise; a *name* is its
+//! UTF-8 byte length as `u64` followed by the bytes. Each node starts with a one-byte tag, so
+//! no two kinds of node can share an encoding, and a parent holds its children's 32-byte
+//! digests, so the encoding is unambiguous (a Merkle tree):
+//!
+//! ```text
+//! array   = H('A' || dtype tag (u8, DType::tag) || ndim || dim_0 .. dim_n-1 || byte length || element bytes, little-endian)
+//! info    = H('I' || canonical JSON of the info, profile python)
+//! logs    = H('L' || line count || line_0 as name || .. )         the lines this transition emitted
+//! agent   = H('G' || agent name || key count || (key name || array digest)* in key order
+//!              || reward (f64 bits) || terminated (u8 0/1) || truncated (u8 0/1) || info digest)
+//! step    = H('S' || step index || agent count || agent digest* in agent-name order || logs digest)
+//! episode_-1 = 32 zero bytes;  episode_k = H('E' || episode_k-1 || step_k);  episode = episode_last
+//! ```
+//!
+//! A rollout (see [`Rollout`]) is: `reset(seed, options)` (step 0), then while the last
+//! transition is not done ([`Transition::is_done`]) and fewer than `steps` steps were taken,
+//! `step(actions)` with actions from [`ActionSampler`] seeded with the same seed (algorithm
+//! [`ACTION_SAMPLER`]). Reset is never automatic: the trace records how the rollout ended
+//! ([`End`]).
+//!
+//! Array digests are cached per (agent, key) by [`Array::revision`]: an array whose revision has
+//! not moved since the last step has the same contents (every mutable borrow takes a fresh,
+//! process-unique revision), so its digest is reused instead of hashing the bytes again.
+//! [`CacheMode::Off`] hashes everything; both give the same digests (tested).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+
+use base64::Engine as _;
+use lockstep_canon::{Profile, Value};
+use sha2::{Digest as _, Sha256};
+
+use crate::actions::ActionSampler;
+use crate::env::{Actions, AgentStep, Array, DType, Env, EnvError, Transition};
+
+/// Version of the trace encoding above. A change to any byte of it is a new version.
+pub const FORMAT: &str = "lockstep/trace/v1";
+
+/// Version of the action sampler algorithm ([`crate::actions`], pinned by its value-stability
+/// test) that drives every rollout. Goldens record it: a new sampler means new episodes.
+pub const ACTION_SAMPLER: &str = "lockstep/actions/v1";
+
+/// A SHA-256 digest, shown and serialised as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Digest(pub [u8; 32]);
+
+impl Digest {
+    /// The all-zero digest: the episode chain's start.
+    pub const ZERO: Digest = Digest([0; 32]);
+
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    pub fn from_hex(text: &str) -> Option<Digest> {
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(text, &mut out).ok()?;
+        Some(Digest(out))
+    }
+
+    /// The first 12 hex digits, for one-line summaries.
+    pub fn short(&self) -> String {
+        self.to_hex()[..12].to_string()
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Digest({})", self.to_hex())
+    }
+}
+
+impl serde::Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Digest, D::Error> {
+        let text = String::deserialize(d)?;
+        Digest::from_hex(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not 64 lowercase hex digits"))
+        })
+    }
+}
+
+/// Floats in trace JSON are text (`0.5`, `-0.0`, `NaN`, `inf`), so NaN and infinities survive
+/// JSON; the digest, not this text, is the authority.
+mod f64_text {
+    pub fn serialize<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{x:?}"))
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        text.parse()
+            .map_err(|_| serde::de::Error::custom(format!("{text:?} is not a float")))
+    }
+}
+
+/// What one agent showed at one step, as digests (rewards and flags kept as values, so a
+/// report can print them).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AgentDigest {
+    pub digest: Digest,
+    /// Observation key -> array digest.
+    pub obs: BTreeMap<String, Digest>,
+    #[serde(with = "f64_text")]
+    pub reward: f64,
+    pub terminated: bool,
+    pub truncated: bool,
+    pub info: Digest,
+}
+
+/// One transition's digests.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StepDigest {
+    /// 0 for the reset, then 1, 2, ...
+    pub step: u64,
+    pub digest: Digest,
+    pub agents: BTreeMap<String, AgentDigest>,
+    pub logs: Digest,
+    /// How many log lines this transition emitted.
+    pub log_lines: u64,
+}
+
+/// How a rollout ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// Every agent terminated or truncated.
+    Done,
+    /// The requested number of steps was taken first.
+    StepsExhausted,
+}
+
+/// The trace of one rollout.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Trace {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The env's id ([`crate::env::EnvSpec::id`]).
+    pub env: String,
+    pub seed: u64,
+    /// Steps requested (the reset is not counted).
+    pub steps: u64,
+    pub end: End,
+    /// The rolling episode digest (the chain's last link).
+    pub episode: Digest,
+    /// One entry per transition, the reset first.
+    pub step_digests: Vec<StepDigest>,
+}
+
+/// Whether array digests are reused across steps by revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheMode {
+    #[default]
+    On,
+    Off,
+}
+
+/// A rollout or a trace failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TraceError {
+    #[error("env failed at step {step}: {source}")]
+    Env { step: u64, source: EnvError },
+    #[error("info of agent {agent:?} at step {step} has no canonical form: {message}")]
+    Info {
+        step: u64,
+        agent: String,
+        message: String,
+    },
+}
+
+/// Feeds bytes to SHA-256 as an `io::Write`, so canonical JSON streams straight into the hash.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn finish(h: Sha256) -> Digest {
+    Digest(h.finalize().into())
+}
+
+fn name(h: &mut Sha256, s: &str) {
+    h.update((s.len() as u64).to_le_bytes());
+    h.update(s.as_bytes());
+}
+
+/// The digest of one array (node `A`).
+pub fn array_digest(a: &Array) -> Digest {
+    let mut h = Sha256::new();
+    h.update([b'A', a.dtype().tag()]);
+    h.update((a.shape().len() as u64).to_le_bytes());
+    for &d in a.shape() {
+        h.update((d as u64).to_le_bytes());
+    }
+    h.update(((a.len() * a.dtype().size()) as u64).to_le_bytes());
+    a.with_le_bytes(|b| h.update(b));
+    finish(h)
+}
+
+/// The digest of one info value (node `I`).
+pub fn info_digest(info: &Value) -> io::Result<Digest> {
+    let mut h = Sha256::new();
+    h.update([b'I']);
+    lockstep_canon::write(info, Profile::Python, &mut HashWriter(&mut h))?;
+    Ok(finish(h))
+}
+
+/// The digest of one transition's log lines (node `L`).
+pub fn logs_digest(lines: &[String]) -> Digest {
+    let mut h = Sha256::new();
+    h.update([b'L']);
+    h.update((lines.len() as u64).to_le_bytes());
+    for line in lines {
+        name(&mut h, line);
+    }
+    finish(h)
+}
+
+/// The next link of the episode chain (node `E`).
+pub fn chain(prev: &Digest, step: &Digest) -> Digest {
+    let mut h = Sha256::new();
+    h.update([b'E']);
+    h.update(prev.0);
+    h.update(step.0);
+    finish(h)
+}
+
+/// Digests transitions one after another and keeps the episode chain.
+#[derive(Debug, Clone, Default)]
+pub struct Tracer {
+    mode: CacheMode,
+    /// agent -> key -> (revision, digest) of the last array seen there.
+    cache: BTreeMap<String, BTreeMap<String, (u64, Digest)>>,
+    episode: Digest,
+    steps: Vec<StepDigest>,
+}
+
+impl Tracer {
+    pub fn new(mode: CacheMode) -> Tracer {
+        Tracer {
+            mode,
+            ..Tracer::default()
+        }
+    }
+
+    /// Digests `t` as the next step (the first call is step 0) and extends the chain.
+    pub fn record(&mut self, t: &Transition) -> Result<&StepDigest, TraceError> {
+        let step = self.steps.len() as u64;
+        let mut sh = Sha256::new();
+        sh.update([b'S']);
+        sh.update(step.to_le_bytes());
+        sh.update((t.agents.len() as u64).to_le_bytes());
+        let mut agents = BTreeMap::new();
+        for (agent, a) in &t.agents {
+            let d = self.agent(step, agent, a)?;
+            sh.update(d.digest.0);
+            agents.insert(agent.clone(), d);
+        }
+        let logs = logs_digest(&t.logs);
+        sh.update(logs.0);
+        let digest = finish(sh);
+        self.episode = chain(&self.episode, &digest);
+        self.steps.push(StepDigest {
+            step,
+            digest,
+            agents,
+            logs,
+            log_lines: t.logs.len() as u64,
+        });
+        Ok(self.steps.last().expect("just pushed"))
+    }
+
+    fn agent(&mut self, step: u64, agent: &str, a: &AgentStep) -> Result<AgentDigest, TraceError> {
+        let mut h = Sha256::new();
+        h.update([b'G']);
+        name(&mut h, agent);
+        h.update((a.obs.len() as u64).to_le_bytes());
+        let mut obs = BTreeMap::new();
+        for (key, array) in &a.obs {
+            let d = self.array(agent, key, array);
+            name(&mut h, key);
+            h.update(d.0);
+            obs.insert(key.clone(), d);
+        }
+        h.update(a.reward.to_bits().to_le_bytes());
+        h.update([u8::from(a.terminated), u8::from(a.truncated)]);
+        let info = info_digest(&a.info).map_err(|e| TraceError::Info {
+            step,
+            agent: agent.to_string(),
+            message: e.to_string(),
+        })?;
+        h.update(info.0);
+        Ok(AgentDigest {
+            digest: finish(h),
+            obs,
+            reward: a.reward,
+            terminated: a.terminated,
+            truncated: a.truncated,
+            info,
+        })
+    }
+
+    fn array(&mut self, agent: &str, key: &str, array: &Array) -> Digest {
+        if self.mode == CacheMode::Off {
+            return array_digest(array);
+        }
+        let rev = array.revision();
+        if let Some(&(r, d)) = self.cache.get(agent).and_then(|m| m.get(key)) {
+            if r == rev {
+                return d;
+            }
+        }
+        let d = array_digest(array);
+        let slot = match self.cache.get_mut(agent) {
+            Some(m) => m,
+            None => self.cache.entry(agent.to_string()).or_default(),
+        };
+        match slot.get_mut(key) {
+            Some(entry) => *entry = (rev, d),
+            None => {
+                slot.insert(key.to_string(), (rev, d));
+            }
+        }
+        d
+    }
+
+    /// The episode digest so far.
+    pub fn episode(&self) -> Digest {
+        self.episode
+    }
+
+    pub fn steps(&self) -> &[StepDigest] {
+        &self.steps
+    }
+
+    /// Forgets the episode (keeps the revision cache, which stays valid).
+    pub fn clear(&mut self) {
+        self.episode = Digest::ZERO;
+        self.steps.clear();
+    }
+
+    fn into_steps(self) -> Vec<StepDigest> {
+        self.steps
+    }
+}
+
+/// Options of one rollout.
+#[derive(Debug, Clone)]
+pub struct RolloutOptions {
+    pub cache: CacheMode,
+    /// Keep a full copy of the transition at this step (for element-level localisation).
+    pub capture: Option<u64>,
+    /// The `options` passed to `reset` (JSON null by default).
+    pub reset_options: Value,
+    /// Seed of the action sampler when it is not the episode seed (the other-seed check holds
+    /// the actions fixed, so that only the env's own use of the seed can tell episodes apart).
+    pub action_seed: Option<u64>,
+}
+
+impl Default for RolloutOptions {
+    fn default() -> RolloutOptions {
+        RolloutOptions {
+            cache: CacheMode::On,
+            capture: None,
+            reset_options: Value::Null,
+            action_seed: None,
+        }
+    }
+}
+
+/// Drives one rollout step by step, so several can be interleaved in one thread.
+pub struct Rollout<'e> {
+    env: &'e mut dyn Env,
+    sampler: ActionSampler,
+    tracer: Tracer,
+    next: Actions,
+    seed: u64,
+    steps: u64,
+    taken: u64,
+    done: bool,
+    capture: Option<u64>,
+    captured: Option<Transition>,
+}
+
+/// A finished rollout: its trace and the captured transition, if one was asked for and reached.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub trace: Trace,
+    pub captured: Option<Transition>,
+}
+
+impl<'e> Rollout<'e> {
+    /// Resets `env` with `seed` and records step 0.
+    pub fn start(
+        env: &'e mut dyn Env,
+        seed: u64,
+        steps: u64,
+        opts: &RolloutOptions,
+    ) -> Result<Rollout<'e>, TraceError> {
+        let sampler = ActionSampler::new(opts.action_seed.unwrap_or(seed), env.spec());
+        let mut r = Rollout {
+            env,
+            sampler,
+            tracer: Tracer::new(opts.cache),
+            next: Actions::new(),
+            seed,
+            steps,
+            taken: 0,
+            done: false,
+            capture: opts.capture,
+            captured: None,
+        };
+        let t = r
+            .env
+            .reset(seed, &opts.reset_options)
+            .map_err(|source| TraceError::Env { step: 0, source })?;
+        r.tracer.record(t)?;
+        if r.capture == Some(0) {
+            r.captured = Some(t.clone());
+        }
+        r.done = t.is_done();
+        r.next = r.sampler.sample(t);
+        Ok(r)
+    }
+
+    /// True when the episode is done or the step budget is spent.
+    pub fn finished(&self) -> bool {
+        self.done || self.taken >= self.steps
+    }
+
+    /// Takes one step unless finished; returns whether a step was taken.
+    pub fn advance(&mut self) -> Result<bool, TraceError> {
+        if self.finished() {
+            return Ok(false);
+        }
+        let step = self.taken + 1;
+        let t = self
+            .env
+            .step(&self.next)
+            .map_err(|source| TraceError::Env { step, source })?;
+        self.tracer.record(t)?;
+        if self.capture == Some(step) {
+            self.captured = Some(t.clone());
+        }
+        self.taken = step;
+        self.done = t.is_done();
+        self.next = self.sampler.sample(t);
+        Ok(true)
+    }
+
+    /// Steps until finished, then returns the trace.
+    pub fn run(mut self) -> Result<Recorded, TraceError> {
+        while self.advance()? {}
+        Ok(self.finish())
+    }
+
+    /// The trace so far (call after [`Rollout::finished`] for a whole rollout).
+    pub fn finish(self) -> Recorded {
+        let env = self.env.spec().id.clone();
+        let end = if self.done {
+            End::Done
+        } else {
+            End::StepsExhausted
+        };
+        let episode = self.tracer.episode();
+        Recorded {
+            trace: Trace {
+                format: FORMAT.to_string(),
+                env,
+                seed: self.seed,
+                steps: self.steps,
+                end,
+                episode,
+                step_digests: self.tracer.into_steps(),
+            },
+            captured: self.captured,
+        }
+    }
+}
+
+/// One whole rollout of `env` (see the module doc).
+pub fn rollout(
+    env: &mut dyn Env,
+    seed: u64,
+    steps: u64,
+    opts: &RolloutOptions,
+) -> Result<Recorded, TraceError> {
+    Rollout::start(env, seed, steps, opts)?.run()
+}
+
+/// One array in JSON: dtype name, shape, little-endian element bytes in base64.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ArrayRecord {
+    pub dtype: String,
+    pub shape: Vec<usize>,
+    pub data: String,
+}
+
+/// One agent's step in JSON; the info is its canonical JSON text (profile python).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AgentRecord {
+    pub obs: BTreeMap<String, ArrayRecord>,
+    #[serde(with = "f64_text")]
+    pub reward: f64,
+    pub terminated: bool,
+    pub truncated: bool,
+    pub info: String,
+}
+
+/// A whole [`Transition`] in JSON, exact to the bit, so a child process can hand its step to
+/// the parent for element-level localisation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TransitionRecord {
+    pub agents: BTreeMap<String, AgentRecord>,
+    pub logs: Vec<String>,
+}
+
+/// A [`TransitionRecord`] that does not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad transition record at {pointer}: {message}")]
+pub struct RecordError {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl TransitionRecord {
+    pub fn from_transition(t: &Transition) -> Result<TransitionRecord, RecordError> {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut agents = BTreeMap::new();
+        for (name, a) in &t.agents {
+            let obs = a
+                .obs
+                .iter()
+                .map(|(k, v)| {
+                    let rec = ArrayRecord {
+                        dtype: v.dtype().name().to_string(),
+                        shape: v.shape().to_vec(),
+                        data: b64.encode(v.to_le_bytes()),
+                    };
+                    (k.clone(), rec)
+                })
+                .collect();
+            let info =
+                lockstep_canon::to_vec(&a.info, Profile::Python).map_err(|e| RecordError {
+                    pointer: format!("/agents/{name}/info"),
+                    message: e.to_string(),
+                })?;
+            let info = String::from_utf8(info).map_err(|e| RecordError {
+                pointer: format!("/agents/{name}/info"),
+                message: e.to_string(),
+            })?;
+            agents.insert(
+                name.clone(),
+                AgentRecord {
+                    obs,
+                    reward: a.reward,
+                    terminated: a.terminated,
+                    truncated: a.truncated,
+                    info,
+                },
+            );
+        }
+        Ok(TransitionRecord {
+            agents,
+            logs: t.logs.clone(),
+        })
+    }
+
+    pub fn to_transition(&self) -> Result<Transition, RecordError> {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut t = Transition::default();
+        for (name, a) in &self.agents {
+            let mut obs = BTreeMap::new();
+            for (key, rec) in &a.obs {
+                let err = |message: String| RecordError {
+                    pointer: format!("/agents/{name}/obs/{key}"),
+                    message,
+                };
+                let dtype = DType::from_name(&rec.dtype)
+                    .ok_or_else(|| err(format!("unknown dtype {:?}", rec.dtype)))?;
+                let bytes = b64.decode(&rec.data).map_err(|e| err(e.to_string()))?;
+                let array = Array::from_le_bytes(dtype, &rec.shape, &bytes)
+                    .map_err(|e| err(e.to_string()))?;
+                obs.insert(key.clone(), array);
+            }
+            let nan_ok = lockstep_canon::ParseOptions {
+                allow_nan: true,
+                ..lockstep_canon::ParseOptions::default()
+            };
+            let info = lockstep_canon::parse_with(a.info.as_bytes(), &nan_ok).map_err(|e| {
+                RecordError {
+                    pointer: format!("/agents/{name}/info"),
+                    message: e.to_string(),
+                }
+            })?;
+            t.agents.insert(
+                name.clone(),
+                AgentStep {
+                    obs,
+                    reward: a.reward,
+                    terminated: a.terminated,
+                    truncated: a.truncated,
+                    info,
+                },
+            );
+        }
+        t.logs = self.logs.clone();
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::{AgentSpec, ArrayData, EnvSpec, Space};
+    use lockstep_canon::{Map, Number};
+
+    fn step(values: &[f32], info: Value, logs: &[&str]) -> Transition {
+        let mut t = Transition::default();
+        let mut obs = BTreeMap::new();
+        obs.insert(
+            "x".to_string(),
+            Array::new(&[values.len()], ArrayData::F32(values.to_vec())).unwrap(),
+        );
+        t.agents.insert(
+            "a".into(),
+            AgentStep {
+                obs,
+                reward: 0.5,
+                terminated: false,
+                truncated: false,
+                info,
+            },
+        );
+        t.logs = logs.iter().map(|s| s.to_string()).collect();
+        t
+    }
+
+    fn obj(k: &str, v: i64) -> Value {
+        let mut m = Map::new();
+        m.insert(k.into(), Value::Number(Number::Int(v)));
+        Value::Object(m)
+    }
+
+    #[test]
+    fn any_change_moves_the_step_digest() {
+        let base = step(&[1.0, 2.0], obj("k", 1), &["hello"]);
+        let d = |t: &Transition| Tracer::new(CacheMode::Off).record(t).unwrap().digest;
+        let d0 = d(&base);
+        assert_eq!(d0, d(&base.clone()));
+        let mut variants = vec![
+            step(&[1.0, 2.5], obj("k", 1), &["hello"]),
+            step(&[1.0, 2.0], obj("k", 2), &["hello"]),
+            step(&[1.0, 2.0], obj("k", 1), &["hello!"]),
+            step(&[1.0, 2.0], obj("k", 1), &["hel", "lo"]),
+            step(&[1.0, 2.0], obj("k", 1), &[]),
+            step(&[1.0, 2.0, 0.0], obj("k", 1), &["hello"]),
+        ];
+        let mut v = base.clone();
+        v.agents.get_mut("a").unwrap().reward = -0.5;
+        variants.push(v);
+        let mut v = base.clone();
+        v.agents.get_mut("a").unwrap().truncated = true;
+        variants.push(v);
+        // Same bytes, other dtype or shape: must differ.
+        let mut v = base.clone();
+        let bytes = v.agents["a"].obs["x"].to_le_bytes();
+        v.agents.get_mut("a").unwrap().obs.insert(
+            "x".into(),
+            Array::from_le_bytes(DType::I32, &[2], &bytes).unwrap(),
+        );
+        variants.push(v);
+        let mut v = base.clone();
+        v.agents.get_mut("a").unwrap().obs.insert(
+            "x".into(),
+            Array::from_le_bytes(DType::F32, &[1, 2], &bytes).unwrap(),
+        );
+        variants.push(v);
+        let mut seen = vec![d0];
+        for (i, t) in variants.iter().enumerate() {
+            let di = d(t);
+            assert!(!seen.contains(&di), "variant {i} collides");
+            seen.push(di);
+        }
+    }
+
+    /// Pins trace format v1 (values computed independently with Python's hashlib and struct).
+    /// A change here is a new format version.
+    #[test]
+    fn format_value_stability() {
+        let a = Array::new(&[2], ArrayData::I32(vec![1, -1])).unwrap();
+        assert_eq!(
+            array_digest(&a).to_hex(),
+            "2eae63e80ff242799608d8cd0466787dd95090f5b3785028fa57fe491e0b87c1"
+        );
+        assert_eq!(
+            logs_digest(&["x".to_string()]).to_hex(),
+            "f477a57b641e3a65cccb1a940607f38944eb2351c24c96ca4e3094cace5042cf"
+        );
+    }
+
+    #[test]
+    fn cache_and_no_cache_agree() {
+        let mut t = step(&[1.0, 2.0], obj("k", 1), &[]);
+        let mut on = Tracer::new(CacheMode::On);
+        let mut off = Tracer::new(CacheMode::Off);
+        for i in 0..20 {
+            if i % 3 == 0 {
+                let arr = t.agents.get_mut("a").unwrap().obs.get_mut("x").unwrap();
+                if let ArrayData::F32(v) = arr.data_mut() {
+                    v[0] += 1.0;
+                }
+            }
+            if i % 7 == 0 {
+                // Replaced by a clone of an older array: same revision, same contents.
+                let arr = t.agents["a"].obs["x"].clone();
+                t.agents.get_mut("a").unwrap().obs.insert("y".into(), arr);
+            }
+            assert_eq!(on.record(&t).unwrap(), off.record(&t).unwrap());
+        }
+        assert_eq!(on.episode(), off.episode());
+        assert_ne!(on.episode(), Digest::ZERO);
+    }
+
+    #[test]
+    fn digest_hex_round_trips() {
+        let d = logs_digest(&[]);
+        assert_eq!(Digest::from_hex(&d.to_hex()), Some(d));
+        assert_eq!(Digest::from_hex("zz"), None);
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(serde_json::from_str::<Digest>(&json).unwrap(), d);
+    }
+
+    /// A counter env: one agent, ends after `len` steps.
+    struct Counter {
+        spec: EnvSpec,
+        t: Transition,
+        len: u64,
+        n: u64,
+    }
+
+    impl Env for Counter {
+        fn spec(&self) -> &EnvSpec {
+            &self.spec
+        }
+        fn reset(&mut self, seed: u64, _: &Value) -> Result<&Transition, EnvError> {
+            self.n = 0;
+            self.t = step(&[seed as f32], Value::Null, &["reset"]);
+            Ok(&self.t)
+        }
+        fn step(&mut self, actions: &Actions) -> Result<&Transition, EnvError> {
+            self.n += 1;
+            let a = match actions.get("a") {
+                Some(crate::env::Action::Discrete(x)) => *x as f32,
+                _ => return Err(EnvError::new("no action")),
+            };
+            let s = self.t.agents.get_mut("a").unwrap();
+            if let ArrayData::F32(v) = s.obs.get_mut("x").unwrap().data_mut() {
+                v[0] += a;
+            }
+            s.truncated = self.n >= self.len;
+            self.t.logs.clear();
+            Ok(&self.t)
+        }
+        fn state(&mut self) -> Result<Value, EnvError> {
+            Ok(Value::Null)
+        }
+    }
+
+    fn counter(len: u64) -> Counter {
+        Counter {
+            spec: EnvSpec {
+                id: "counter".into(),
+                config: Value::Null,
+                agents: vec![AgentSpec {
+                    name: "a".into(),
+                    action_space: Space::Discrete { n: 3, start: 0 },
+                    observation_space: BTreeMap::new(),
+                }],
+            },
+            t: Transition::default(),
+            len,
+            n: 0,
+        }
+    }
+
+    #[test]
+    fn rollout_ends_when_done_or_out_of_steps() {
+        let opts = RolloutOptions::default();
+        let r = rollout(&mut counter(5), 1, 100, &opts).unwrap();
+        assert_eq!(r.trace.end, End::Done);
+        assert_eq!(r.trace.step_digests.len(), 6);
+        let r = rollout(&mut counter(5), 1, 3, &opts).unwrap();
+        assert_eq!(r.trace.end, End::StepsExhausted);
+        assert_eq!(r.trace.step_digests.len(), 4);
+        let again = rollout(&mut counter(5), 1, 3, &opts).unwrap();
+        assert_eq!(r.trace, again.trace);
+        let other = rollout(&mut counter(5), 2, 3, &opts).unwrap();
+        assert_ne!(r.trace.episode, other.trace.episode);
+    }
+
+    #[test]
+    fn capture_keeps_the_asked_step() {
+        let opts = RolloutOptions {
+            capture: Some(2),
+            ..RolloutOptions::default()
+        };
+        let r = rollout(&mut counter(5), 1, 4, &opts).unwrap();
+        let t = r.captured.expect("step 2 was reached");
+        let mut again = Tracer::new(CacheMode::Off);
+        // The captured transition digests like step 2 once the index is the same.
+        again.steps = r.trace.step_digests[..2].to_vec();
+        assert_eq!(
+            again.record(&t).unwrap().digest,
+            r.trace.step_digests[2].digest
+        );
+    }
+
+    #[test]
+    fn transition_record_round_trips() {
+        let t = step(&[1.5, f32::NAN], obj("k", 3), &["a \u{e9}"]);
+        let rec = TransitionRecord::from_transition(&t).unwrap();
+        let json = serde_json::to_string(&rec).unwrap();
+        let back: TransitionRecord = serde_json::from_str(&json).unwrap();
+        let t2 = back.to_transition().unwrap();
+        assert_eq!(
+            Tracer::new(CacheMode::Off).record(&t).unwrap().digest,
+            Tracer::new(CacheMode::Off).record(&t2).unwrap().digest
+        );
+    }
+}

@@ -1,10 +1,205 @@
-//! Placeholder until this subcommand lands.
+//! `lockstep golden record|verify|update`: golden trajectory files (docs/golden.md).
+//!
+//! insta's workflow: a failing verify leaves the would-be file beside the golden as
+//! `FILE.new` (never when `CI` is set), and every failure ends with the exact command to run
+//! next. Accepting a change is `update`, which refuses to run without a reason.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use anyhow::{bail, Context as _};
+use lockstep::golden::{self, Golden};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("this subcommand is not built yet")
+use crate::envs;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Record a new golden file (refuses to overwrite one: use `update`).
+    Record {
+        /// Environment name (e.g. `fixture`).
+        #[arg(long)]
+        env: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Steps after the reset (fewer when the episode ends first).
+        #[arg(long, default_value_t = 100)]
+        steps: u64,
+        /// Changelog date, YYYY-MM-DD (default: today, UTC).
+        #[arg(long)]
+        date: Option<String>,
+        file: PathBuf,
+    },
+    /// Re-run the env and compare with the golden file (exit 0 same, 1 diverged).
+    Verify {
+        /// Env to verify (default: the env id recorded in the file).
+        #[arg(long)]
+        env: Option<String>,
+        file: PathBuf,
+    },
+    /// Re-record a golden file, appending the reason to its changelog.
+    Update {
+        /// Why the trajectory changed (required, non-empty).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Env to record (default: the env id recorded in the file).
+        #[arg(long)]
+        env: Option<String>,
+        /// Changelog date, YYYY-MM-DD (default: today, UTC).
+        #[arg(long)]
+        date: Option<String>,
+        file: PathBuf,
+    },
+}
+
+/// Today's date in UTC. The date is bookkeeping of the golden file, never env output, so the
+/// wall clock is allowed here.
+fn today() -> String {
+    #[allow(clippy::disallowed_methods)]
+    let now = std::time::SystemTime::now();
+    let secs = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    lockstep::clock::format_rfc3339_millis(secs, 0)[..10].to_string()
+}
+
+fn header(what: &str) {
+    println!("lockstep {} golden {what}", env!("CARGO_PKG_VERSION"));
+}
+
+fn shell(p: &Path) -> String {
+    let s = p.display().to_string();
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:=@".contains(c))
+    {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Sub::Record {
+            env,
+            seed,
+            steps,
+            date,
+            file,
+        } => {
+            header(&format!("record --env {env} --seed {seed} --steps {steps}"));
+            if file.exists() {
+                bail!(
+                    "{} exists; to change it run: lockstep golden update {} --reason \"...\"",
+                    file.display(),
+                    shell(&file)
+                );
+            }
+            let factory = envs::resolve(&env)?;
+            let g = golden::record(factory.as_ref(), seed, steps, &date.unwrap_or_else(today))?;
+            g.save(&file)?;
+            println!(
+                "recorded {}: episode {} ({} transitions, {})",
+                file.display(),
+                g.episode,
+                g.step_digests.len(),
+                end_text(&g)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Sub::Verify { env, file } => {
+            let g = Golden::load(&file)?;
+            let name = env.clone().unwrap_or_else(|| g.env.clone());
+            header(&format!(
+                "verify {} (env {name}, seed {}, steps {})",
+                file.display(),
+                g.seed,
+                g.steps
+            ));
+            let factory = envs::resolve(&name)?;
+            let v = golden::verify(factory.as_ref(), &g)?;
+            for note in &v.notes {
+                println!("note: {note}");
+            }
+            if v.passed {
+                println!("ok {}: episode {}", file.display(), g.episode);
+                let pending = golden::pending_path(&file);
+                if pending.exists() {
+                    std::fs::remove_file(&pending)
+                        .with_context(|| format!("removing {}", pending.display()))?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            match &v.divergence {
+                Some(d) => println!(
+                    "FAIL {}: the episode diverges from the golden at {}",
+                    file.display(),
+                    d.describe("golden", "now")
+                ),
+                None => println!("FAIL {}: the digests cannot be compared", file.display()),
+            }
+            println!("golden episode {}, now {}", g.episode, v.current.episode);
+            match golden::write_pending(&file, &v)? {
+                Some(p) => println!(
+                    "wrote the new trajectory to {} (compare: diff {} {})",
+                    p.display(),
+                    shell(&file),
+                    shell(&p)
+                ),
+                None => println!("CI is set: no pending file written"),
+            }
+            let env_arg = env.map(|e| format!(" --env {e}")).unwrap_or_default();
+            println!(
+                "if the change is intended, run: lockstep golden update {}{env_arg} --reason \"<why the trajectory changed>\"",
+                shell(&file)
+            );
+            Ok(ExitCode::from(1))
+        }
+        Sub::Update {
+            reason,
+            env,
+            date,
+            file,
+        } => {
+            header(&format!("update {}", file.display()));
+            let reason = reason.unwrap_or_default();
+            if reason.trim().is_empty() {
+                bail!(
+                    "refusing to update {} without a reason; run: lockstep golden update {} --reason \"<why the trajectory changed>\"",
+                    file.display(),
+                    shell(&file)
+                );
+            }
+            let g = Golden::load(&file)?;
+            let name = env.unwrap_or_else(|| g.env.clone());
+            let factory = envs::resolve(&name)?;
+            let u = golden::update(factory.as_ref(), &g, &reason, &date.unwrap_or_else(today))?;
+            u.save(&file)?;
+            let pending = golden::pending_path(&file);
+            if pending.exists() {
+                std::fs::remove_file(&pending)
+                    .with_context(|| format!("removing {}", pending.display()))?;
+            }
+            let what = if u.episode == g.episode {
+                "unchanged".to_string()
+            } else {
+                format!("{} -> {}", g.episode, u.episode)
+            };
+            println!("updated {}: episode {what}", file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn end_text(g: &Golden) -> &'static str {
+    match g.end {
+        lockstep::trace::End::Done => "episode done",
+        lockstep::trace::End::StepsExhausted => "steps exhausted",
+    }
 }

@@ -1,10 +1,131 @@
-//! Placeholder until this subcommand lands.
+//! `lockstep replay`: the five replay checks on one env.
+//!
+//! Prints the lockstep version and every parameter first (the seed above all: TigerBeetle's
+//! habit, so any run can be replayed), then one line per check, the explanation of each
+//! failure (first divergence with both values), and the command that replays the failures.
+//! Exit 0 when every check passes, 1 when one fails, 2 on an error.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use anyhow::Context as _;
+use lockstep::check::{run_check, CheckConfig, CheckKind, CheckOutcome};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("this subcommand is not built yet")
+use crate::cmd::trace::ChildRunner;
+use crate::envs;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Environment name (e.g. `fixture`, `fixture:global-rng`).
+    #[arg(long)]
+    pub env: String,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Steps per rollout after the reset (fewer when the episode ends first).
+    #[arg(long, default_value_t = 100)]
+    pub steps: u64,
+    /// Checks to run, comma-separated: same, other, interleaved, process, parallel.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "same,other,interleaved,process,parallel"
+    )]
+    pub checks: Vec<String>,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// The `--json` file (format `lockstep/replay/v1`, docs/replay.md).
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    format: &'static str,
+    lockstep: &'static str,
+    env: &'a str,
+    seed: u64,
+    steps: u64,
+    passed: bool,
+    checks: &'a [CheckOutcome],
+    /// The command that replays the failed checks (absent when all pass).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay: Option<String>,
+}
+
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_:./,=@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let kinds = args
+        .checks
+        .iter()
+        .map(|s| s.trim().parse::<CheckKind>().map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let version = env!("CARGO_PKG_VERSION");
+    println!(
+        "lockstep {version} replay --env {} --seed {} --steps {}",
+        quote(&args.env),
+        args.seed,
+        args.steps
+    );
+    let factory = envs::resolve(&args.env)?;
+    let cfg = CheckConfig::new(args.seed, args.steps);
+    let runner = ChildRunner::current()?;
+    let mut outcomes = Vec::with_capacity(kinds.len());
+    for kind in kinds {
+        let o = run_check(kind, factory.as_ref(), &cfg, Some(&runner))?;
+        let mark = if o.passed { "ok  " } else { "FAIL" };
+        println!("{mark} {:<17} {}", o.check.name(), o.summary);
+        if let Some(note) = o.divergence.as_ref().and_then(|d| d.note.as_ref()) {
+            if !o.passed {
+                println!("     {:<17} note: {note}", "");
+            }
+        }
+        outcomes.push(o);
+    }
+    let failed: Vec<&CheckOutcome> = outcomes.iter().filter(|o| !o.passed).collect();
+    let replay = (!failed.is_empty()).then(|| {
+        let names: Vec<&str> = failed.iter().map(|o| o.check.short()).collect();
+        format!(
+            "lockstep replay --env {} --seed {} --steps {} --checks {}",
+            quote(&args.env),
+            args.seed,
+            args.steps,
+            names.join(",")
+        )
+    });
+    if let Some(path) = &args.json {
+        let report = Report {
+            format: "lockstep/replay/v1",
+            lockstep: version,
+            env: &args.env,
+            seed: args.seed,
+            steps: args.steps,
+            passed: failed.is_empty(),
+            checks: &outcomes,
+            replay: replay.clone(),
+        };
+        let mut bytes = serde_json::to_vec_pretty(&report)?;
+        bytes.push(b'\n');
+        lockstep::atomic_file::write_atomic(path, &bytes)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    match replay {
+        None => {
+            println!("all {} checks passed", outcomes.len());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(cmd) => {
+            println!("{} of {} checks failed", failed.len(), outcomes.len());
+            println!("replay the failures with: {cmd}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }

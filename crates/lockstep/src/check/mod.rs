@@ -1,0 +1,645 @@
+//! The replay checks: does a fixed seed replay an episode to the bit?
+//!
+//! Five checks, each on any [`EnvFactory`], each needing only a seed and a step count (actions
+//! come from [`crate::actions::ActionSampler`] seeded with the same seed; see
+//! [`crate::trace`] for what a rollout is):
+//!
+//! - [`CheckKind::SameSeed`]: `rollouts` rollouts of the seed **on one instance**, one after
+//!   another, are identical (catches state that survives a reset as well as wall clocks and
+//!   hash orders);
+//! - [`CheckKind::OtherSeed`]: the next seed gives a different episode, reported with the step
+//!   where they first differ; an env whose seeds do not diverge fails. Both rollouts take the
+//!   actions of the first seed, so that a seed-blind env is not rescued by seeded actions;
+//! - [`CheckKind::Interleaved`]: `interleaved` envs with consecutive seeds, stepped alternately
+//!   in one thread, each match their solo rollout (catches shared, module-global state);
+//! - [`CheckKind::OtherProcess`]: the rollout in a fresh process (through an injected
+//!   [`ProcessRunner`]) matches this process's (catches per-process randomness: hash seeds,
+//!   addresses, the clock);
+//! - [`CheckKind::ParallelWorkers`]: `workers` rollouts with consecutive seeds on as many
+//!   threads at once (released together after their resets) each match their solo rollout.
+//!
+//! A failure carries the first [`Divergence`]: step, agent and key from the digests, then the
+//! element with both values from the two transitions of that step. Those are captured by
+//! re-running the same scenario up to the divergent step (a rollout is deterministic; when it
+//! is not, the re-run may not reproduce the difference, and the report says so).
+
+mod divergence;
+
+pub use divergence::{
+    element_text, explain, first_divergence, step_site, Detail, Divergence, InfoChange, Site,
+};
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Barrier;
+
+use lockstep_canon::Value;
+
+use crate::env::{Env, EnvError, EnvFactory};
+use crate::trace::{Digest, Recorded, Rollout, RolloutOptions, StepDigest, TraceError};
+
+/// One of the five replay checks.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    SameSeed,
+    OtherSeed,
+    Interleaved,
+    OtherProcess,
+    ParallelWorkers,
+}
+
+impl CheckKind {
+    pub const ALL: [CheckKind; 5] = [
+        CheckKind::SameSeed,
+        CheckKind::OtherSeed,
+        CheckKind::Interleaved,
+        CheckKind::OtherProcess,
+        CheckKind::ParallelWorkers,
+    ];
+
+    /// The short name used on the command line: `same`, `other`, `interleaved`, `process`,
+    /// `parallel`.
+    pub fn short(self) -> &'static str {
+        match self {
+            CheckKind::SameSeed => "same",
+            CheckKind::OtherSeed => "other",
+            CheckKind::Interleaved => "interleaved",
+            CheckKind::OtherProcess => "process",
+            CheckKind::ParallelWorkers => "parallel",
+        }
+    }
+
+    /// The report name: `same_seed`, `other_seed`, `interleaved`, `other_process`,
+    /// `parallel_workers`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckKind::SameSeed => "same_seed",
+            CheckKind::OtherSeed => "other_seed",
+            CheckKind::Interleaved => "interleaved",
+            CheckKind::OtherProcess => "other_process",
+            CheckKind::ParallelWorkers => "parallel_workers",
+        }
+    }
+}
+
+impl fmt::Display for CheckKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CheckKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CheckKind, String> {
+        CheckKind::ALL
+            .into_iter()
+            .find(|k| k.short() == s || k.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown check {s:?}; known: {}",
+                    CheckKind::ALL.map(CheckKind::short).join(", ")
+                )
+            })
+    }
+}
+
+/// Parameters of the checks.
+#[derive(Debug, Clone)]
+pub struct CheckConfig {
+    pub seed: u64,
+    /// Steps per rollout (the reset not counted).
+    pub steps: u64,
+    /// Rollouts of the same-seed check (at least 2).
+    pub rollouts: usize,
+    /// Envs of the interleaved check (at least 2).
+    pub interleaved: usize,
+    /// Threads of the parallel-workers check (at least 2).
+    pub workers: usize,
+    /// `options` passed to every reset.
+    pub reset_options: Value,
+}
+
+impl CheckConfig {
+    pub fn new(seed: u64, steps: u64) -> CheckConfig {
+        CheckConfig {
+            seed,
+            steps,
+            rollouts: 3,
+            interleaved: 3,
+            workers: 4,
+            reset_options: Value::Null,
+        }
+    }
+
+    fn seed_at(&self, i: usize) -> u64 {
+        self.seed.wrapping_add(i as u64)
+    }
+
+    fn opts(&self, capture: Option<u64>) -> RolloutOptions {
+        RolloutOptions {
+            capture,
+            reset_options: self.reset_options.clone(),
+            ..RolloutOptions::default()
+        }
+    }
+
+    /// Rollout options with the actions of `seed`'s sampler whatever the episode seed.
+    fn opts_actions_of(&self, seed: u64) -> RolloutOptions {
+        RolloutOptions {
+            action_seed: Some(seed),
+            ..self.opts(None)
+        }
+    }
+}
+
+/// Runs one rollout in a fresh process: the library knows no command line, so the caller
+/// injects this (the CLI re-runs its own executable, `lockstep trace ... --json`).
+pub trait ProcessRunner: Sync {
+    /// The trace of `env` (an [`EnvFactory::id`]) for `seed` and `steps` computed in a fresh
+    /// process, with the transition at step `capture` when asked and reached.
+    fn run(
+        &self,
+        env: &str,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Recorded, String>;
+}
+
+/// A check could not run (as opposed to: it ran and found a difference).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckError {
+    #[error("{check}: {run}: {source}")]
+    Rollout {
+        check: CheckKind,
+        run: String,
+        source: TraceError,
+    },
+    #[error("{check}: could not make an env instance: {source}")]
+    Make { check: CheckKind, source: EnvError },
+    #[error("other_process: the child process failed: {0}")]
+    Runner(String),
+    #[error("other_process needs a process runner")]
+    NoRunner,
+    #[error("{check}: a worker thread panicked")]
+    Panicked { check: CheckKind },
+    #[error("{check}: needs at least {min} {what}, got {got}")]
+    TooFew {
+        check: CheckKind,
+        what: &'static str,
+        min: usize,
+        got: usize,
+    },
+}
+
+/// The result of one check.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CheckOutcome {
+    pub check: CheckKind,
+    pub passed: bool,
+    /// One sentence for people.
+    pub summary: String,
+    /// The reference run (e.g. `rollout 1`, `seed 7 solo`).
+    pub left: String,
+    /// The run compared with it.
+    pub right: String,
+    /// Episode digest of the reference run.
+    pub episode: Digest,
+    /// Transitions in the reference run (reset included).
+    pub transitions: u64,
+    /// The first divergence: a failure's explanation; for `other_seed` where the seeds first
+    /// differ (present when it passes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub divergence: Option<Divergence>,
+}
+
+impl CheckOutcome {
+    /// The value model of the `check` report (see docs/replay.md).
+    pub fn to_value(&self) -> Value {
+        to_value(self)
+    }
+}
+
+/// Converts a report type into the canonical [`Value`] model (integers stay integers, floats
+/// stay floats; report types hold no NaN, their values are text).
+pub fn to_value<T: serde::Serialize>(x: &T) -> Value {
+    lockstep_canon::to_value(x).unwrap_or_else(|e| Value::String(format!("<{e}>")))
+}
+
+/// Runs the checks in `kinds`, in that order.
+pub fn run_checks(
+    kinds: &[CheckKind],
+    factory: &dyn EnvFactory,
+    cfg: &CheckConfig,
+    runner: Option<&dyn ProcessRunner>,
+) -> Result<Vec<CheckOutcome>, CheckError> {
+    kinds
+        .iter()
+        .map(|&k| run_check(k, factory, cfg, runner))
+        .collect()
+}
+
+/// Runs one check.
+pub fn run_check(
+    kind: CheckKind,
+    factory: &dyn EnvFactory,
+    cfg: &CheckConfig,
+    runner: Option<&dyn ProcessRunner>,
+) -> Result<CheckOutcome, CheckError> {
+    let ctx = Ctx { kind, factory, cfg };
+    match kind {
+        CheckKind::SameSeed => ctx.same_seed(),
+        CheckKind::OtherSeed => ctx.other_seed(),
+        CheckKind::Interleaved => ctx.interleaved(),
+        CheckKind::OtherProcess => ctx.other_process(runner.ok_or(CheckError::NoRunner)?),
+        CheckKind::ParallelWorkers => ctx.parallel(),
+    }
+}
+
+struct Ctx<'a> {
+    kind: CheckKind,
+    factory: &'a dyn EnvFactory,
+    cfg: &'a CheckConfig,
+}
+
+/// The comparison of two runs of one scenario: which runs, and where they first differ.
+struct Compared {
+    left: usize,
+    right: usize,
+    divergence: Divergence,
+}
+
+impl Ctx<'_> {
+    fn make(&self) -> Result<Box<dyn Env>, CheckError> {
+        self.factory.make().map_err(|source| CheckError::Make {
+            check: self.kind,
+            source,
+        })
+    }
+
+    fn rollout_err(&self, run: String) -> impl Fn(TraceError) -> CheckError + '_ {
+        move |source| CheckError::Rollout {
+            check: self.kind,
+            run: run.clone(),
+            source,
+        }
+    }
+
+    fn at_least(&self, what: &'static str, got: usize) -> Result<(), CheckError> {
+        if got < 2 {
+            return Err(CheckError::TooFew {
+                check: self.kind,
+                what,
+                min: 2,
+                got,
+            });
+        }
+        Ok(())
+    }
+
+    /// A rollout of `seed` on a fresh instance.
+    fn solo(&self, seed: u64, capture: Option<u64>) -> Result<Recorded, CheckError> {
+        let mut env = self.make()?;
+        crate::trace::rollout(env.as_mut(), seed, self.cfg.steps, &self.cfg.opts(capture))
+            .map_err(self.rollout_err(format!("seed {seed} solo")))
+    }
+
+    fn outcome(
+        &self,
+        reference: &Recorded,
+        left: String,
+        right: String,
+        divergence: Option<Divergence>,
+        passed: bool,
+        summary: String,
+    ) -> CheckOutcome {
+        CheckOutcome {
+            check: self.kind,
+            passed,
+            summary,
+            left,
+            right,
+            episode: reference.trace.episode,
+            transitions: reference.trace.step_digests.len() as u64,
+            divergence,
+        }
+    }
+
+    fn fail_summary(&self, d: &Divergence, left: &str, right: &str) -> String {
+        format!("{right} differs from {left}: {}", d.describe(left, right))
+    }
+
+    fn same_seed_runs(&self, capture: Option<u64>, n: usize) -> Result<Vec<Recorded>, CheckError> {
+        let mut env = self.make()?;
+        (0..n)
+            .map(|r| {
+                crate::trace::rollout(
+                    env.as_mut(),
+                    self.cfg.seed,
+                    self.cfg.steps,
+                    &self.cfg.opts(capture),
+                )
+                .map_err(self.rollout_err(format!("rollout {}", r + 1)))
+            })
+            .collect()
+    }
+
+    fn same_seed(&self) -> Result<CheckOutcome, CheckError> {
+        let n = self.cfg.rollouts;
+        self.at_least("rollouts", n)?;
+        let runs = self.same_seed_runs(None, n)?;
+        let seed = self.cfg.seed;
+        let found = (1..n).find_map(|r| {
+            first_divergence(&runs[0].trace.step_digests, &runs[r].trace.step_digests).map(
+                |divergence| Compared {
+                    left: 0,
+                    right: r,
+                    divergence,
+                },
+            )
+        });
+        let label = |r: usize| {
+            if r == 0 {
+                "rollout 1".to_string()
+            } else {
+                format!("rollout {} (same instance)", r + 1)
+            }
+        };
+        match found {
+            None => Ok(self.outcome(
+                &runs[0],
+                label(0),
+                label(n - 1),
+                None,
+                true,
+                format!(
+                    "{n} rollouts of seed {seed} on one instance are identical (episode {}, {} transitions)",
+                    runs[0].trace.episode.short(),
+                    runs[0].trace.step_digests.len()
+                ),
+            )),
+            Some(c) => {
+                let again = self.same_seed_runs(Some(c.divergence.step), c.right + 1)?;
+                let d = localise(&runs, &again, &c);
+                let (l, r) = (label(c.left), label(c.right));
+                let summary = self.fail_summary(&d, &l, &r);
+                Ok(self.outcome(&runs[0], l, r, Some(d), false, summary))
+            }
+        }
+    }
+
+    fn other_seed(&self) -> Result<CheckOutcome, CheckError> {
+        let (s0, s1) = (self.cfg.seed, self.cfg.seed_at(1));
+        // The actions are those of the first seed in both rollouts: only the env's own use of
+        // the seed may tell the episodes apart.
+        let opts = self.cfg.opts_actions_of(s0);
+        let mut runs = Vec::with_capacity(2);
+        for seed in [s0, s1] {
+            let mut env = self.make()?;
+            let r = crate::trace::rollout(env.as_mut(), seed, self.cfg.steps, &opts)
+                .map_err(self.rollout_err(format!("seed {seed}")))?;
+            runs.push(r);
+        }
+        let (l, r) = (format!("seed {s0}"), format!("seed {s1}"));
+        Ok(
+            match first_divergence(&runs[0].trace.step_digests, &runs[1].trace.step_digests) {
+                Some(d) => {
+                    let summary = format!("seeds {s0} and {s1} first differ at {}", {
+                        let mut s = format!("step {}, {}", d.step, d.site.describe(&l, &r));
+                        if let Site::Length { .. } = d.site {
+                            s = format!("step {}", d.step);
+                        }
+                        s
+                    });
+                    self.outcome(&runs[0], l, r, Some(d), true, summary)
+                }
+                None => {
+                    let summary = format!(
+                        "seeds {s0} and {s1} give the same episode ({} transitions, episode {}): the env does not depend on its seed",
+                        runs[0].trace.step_digests.len(),
+                        runs[0].trace.episode.short()
+                    );
+                    self.outcome(&runs[0], l, r, None, false, summary)
+                }
+            },
+        )
+    }
+
+    fn interleaved_runs(&self, capture: Option<u64>) -> Result<Vec<Recorded>, CheckError> {
+        let k = self.cfg.interleaved;
+        let mut envs = (0..k).map(|_| self.make()).collect::<Result<Vec<_>, _>>()?;
+        let opts = self.cfg.opts(capture);
+        let mut rolls = Vec::with_capacity(k);
+        for (i, env) in envs.iter_mut().enumerate() {
+            let seed = self.cfg.seed_at(i);
+            let r = Rollout::start(env.as_mut(), seed, self.cfg.steps, &opts)
+                .map_err(self.rollout_err(format!("env {i} (seed {seed}) interleaved")))?;
+            rolls.push(r);
+        }
+        loop {
+            let mut any = false;
+            for (i, r) in rolls.iter_mut().enumerate() {
+                let seed = self.cfg.seed_at(i);
+                any |= r
+                    .advance()
+                    .map_err(self.rollout_err(format!("env {i} (seed {seed}) interleaved")))?;
+            }
+            if !any {
+                break;
+            }
+        }
+        Ok(rolls.into_iter().map(Rollout::finish).collect())
+    }
+
+    /// Compares each run of a multi-env scenario with its solo run; the earliest divergence.
+    fn against_solos(&self, solos: &[Recorded], runs: &[Recorded]) -> Option<Compared> {
+        solos
+            .iter()
+            .zip(runs)
+            .enumerate()
+            .filter_map(|(i, (s, r))| {
+                first_divergence(&s.trace.step_digests, &r.trace.step_digests).map(|divergence| {
+                    Compared {
+                        left: i,
+                        right: i,
+                        divergence,
+                    }
+                })
+            })
+            .min_by_key(|c| (c.divergence.step, c.left))
+    }
+
+    fn multi_env(
+        &self,
+        n: usize,
+        what: &str,
+        scenario: impl Fn(Option<u64>) -> Result<Vec<Recorded>, CheckError>,
+    ) -> Result<CheckOutcome, CheckError> {
+        let solos = (0..n)
+            .map(|i| self.solo(self.cfg.seed_at(i), None))
+            .collect::<Result<Vec<_>, _>>()?;
+        let runs = scenario(None)?;
+        let seeds = format!("{}..={}", self.cfg.seed, self.cfg.seed_at(n - 1));
+        match self.against_solos(&solos, &runs) {
+            None => Ok(self.outcome(
+                &solos[0],
+                "solo".into(),
+                what.into(),
+                None,
+                true,
+                format!("{n} envs (seeds {seeds}) {what} each match their solo rollout"),
+            )),
+            Some(c) => {
+                let i = c.left;
+                let k = c.divergence.step;
+                let solo_again = [self.solo(self.cfg.seed_at(i), Some(k))?];
+                let runs_again = scenario(Some(k))?;
+                let solo_first = [solos[i].clone()];
+                let d = localise_pair(
+                    (&solo_first[0], &solo_again[0]),
+                    (&runs[i], &runs_again[i]),
+                    c.divergence,
+                );
+                let seed = self.cfg.seed_at(i);
+                let (l, r) = (format!("seed {seed} solo"), format!("seed {seed} {what}"));
+                let summary = format!(
+                    "env {i} of {n} (seeds {seeds}): {}",
+                    self.fail_summary(&d, &l, &r)
+                );
+                Ok(self.outcome(&solos[0], l, r, Some(d), false, summary))
+            }
+        }
+    }
+
+    fn interleaved(&self) -> Result<CheckOutcome, CheckError> {
+        let n = self.cfg.interleaved;
+        self.at_least("interleaved envs", n)?;
+        self.multi_env(n, "interleaved", |c| self.interleaved_runs(c))
+    }
+
+    fn parallel_runs(&self, capture: Option<u64>) -> Result<Vec<Recorded>, CheckError> {
+        let w = self.cfg.workers;
+        let barrier = Barrier::new(w);
+        let opts = self.cfg.opts(capture);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..w)
+                .map(|i| {
+                    let (barrier, opts) = (&barrier, &opts);
+                    s.spawn(move || -> Result<Recorded, CheckError> {
+                        let seed = self.cfg.seed_at(i);
+                        let err = self.rollout_err(format!("worker {i} (seed {seed})"));
+                        let env = self.make();
+                        let mut env = match env {
+                            Ok(e) => e,
+                            Err(e) => {
+                                barrier.wait();
+                                return Err(e);
+                            }
+                        };
+                        let started = Rollout::start(env.as_mut(), seed, self.cfg.steps, opts);
+                        // Every worker resets before any steps: the steps overlap.
+                        barrier.wait();
+                        let mut r = started.map_err(&err)?;
+                        while r.advance().map_err(&err)? {}
+                        Ok(r.finish())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .map_err(|_| CheckError::Panicked { check: self.kind })?
+                })
+                .collect()
+        })
+    }
+
+    fn parallel(&self) -> Result<CheckOutcome, CheckError> {
+        let n = self.cfg.workers;
+        self.at_least("workers", n)?;
+        self.multi_env(n, "on parallel threads", |c| self.parallel_runs(c))
+    }
+
+    fn other_process(&self, runner: &dyn ProcessRunner) -> Result<CheckOutcome, CheckError> {
+        let (seed, steps) = (self.cfg.seed, self.cfg.steps);
+        let id = self.factory.id();
+        let here = self.solo(seed, None)?;
+        let child = runner
+            .run(&id, seed, steps, None)
+            .map_err(CheckError::Runner)?;
+        let (l, r) = ("this process".to_string(), "a fresh process".to_string());
+        match first_divergence(&here.trace.step_digests, &child.trace.step_digests) {
+            None => {
+                let summary = format!(
+                    "seed {seed} gives the same episode in a fresh process (episode {}, {} transitions)",
+                    here.trace.episode.short(),
+                    here.trace.step_digests.len()
+                );
+                Ok(self.outcome(&here, l, r, None, true, summary))
+            }
+            Some(d) => {
+                let k = d.step;
+                let here_again = self.solo(seed, Some(k))?;
+                let child_again = runner
+                    .run(&id, seed, steps, Some(k))
+                    .map_err(CheckError::Runner)?;
+                let d = localise_pair((&here, &here_again), (&child, &child_again), d);
+                let summary = self.fail_summary(&d, &l, &r);
+                Ok(self.outcome(&here, l, r, Some(d), false, summary))
+            }
+        }
+    }
+}
+
+fn step_of(r: &Recorded, k: u64) -> Option<&StepDigest> {
+    r.trace.step_digests.get(k as usize)
+}
+
+/// Adds the element-level detail to `c.divergence` from re-runs of the same scenario.
+fn localise(first: &[Recorded], again: &[Recorded], c: &Compared) -> Divergence {
+    localise_pair(
+        (&first[c.left], &again[c.left]),
+        (&first[c.right], &again[c.right]),
+        c.divergence.clone(),
+    )
+}
+
+fn localise_pair(
+    left: (&Recorded, &Recorded),
+    right: (&Recorded, &Recorded),
+    mut d: Divergence,
+) -> Divergence {
+    let k = d.step;
+    let reproduced = |(first, again): (&Recorded, &Recorded)| {
+        step_of(first, k).map(|s| s.digest) == step_of(again, k).map(|s| s.digest)
+    };
+    let both_reproduced = reproduced(left) && reproduced(right);
+    let detail = match (&left.1.captured, &right.1.captured) {
+        (Some(a), Some(b)) => explain(&d.site, a, b),
+        _ => None,
+    };
+    let wants_detail = matches!(
+        d.site,
+        Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. }
+    );
+    d.note = match (&detail, both_reproduced) {
+        (_, true) => None,
+        (Some(_), false) => Some(format!(
+            "values from a re-run to step {k}: the env does not reproduce its own runs, so they may differ from the first run's"
+        )),
+        (None, false) if wants_detail => Some(format!(
+            "a re-run to step {k} did not reproduce the difference: the env is not deterministic"
+        )),
+        (None, false) => None,
+    };
+    d.detail = detail;
+    d
+}
+
+#[cfg(test)]
+mod tests;

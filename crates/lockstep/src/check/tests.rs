@@ -1,0 +1,252 @@
+//! Every fixture through every check: the correct one passes all five, each faulty one is
+//! caught by the checks that should catch it and localised to the right step, agent and key.
+
+use std::sync::Mutex;
+
+use super::*;
+use crate::fixtures::{self, Fault};
+use crate::trace::{rollout, RolloutOptions};
+
+/// Fixtures with process-global state (global-rng, late-divergence) perturb each other when
+/// tests run on several threads: those tests take this lock.
+static GLOBAL_STATE: Mutex<()> = Mutex::new(());
+
+/// The other-process check in unit tests: a fresh instance on a fresh thread. (The real one,
+/// which re-runs the `lockstep` binary, is tested end to end in crates/cli/tests.)
+struct ThreadRunner;
+
+impl ProcessRunner for ThreadRunner {
+    fn run(
+        &self,
+        env: &str,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Recorded, String> {
+        let env = env.to_string();
+        std::thread::spawn(move || {
+            let f = fixtures::factory(&env).ok_or("unknown fixture")?;
+            let mut e = f.make().map_err(|e| e.to_string())?;
+            let opts = RolloutOptions {
+                capture,
+                ..RolloutOptions::default()
+            };
+            rollout(e.as_mut(), seed, steps, &opts).map_err(|e| e.to_string())
+        })
+        .join()
+        .map_err(|_| "runner thread panicked".to_string())?
+    }
+}
+
+fn run_all(fault: Fault) -> Vec<CheckOutcome> {
+    let f = fixtures::factory(fault.env_name()).unwrap();
+    let cfg = CheckConfig::new(42, 100);
+    run_checks(&CheckKind::ALL, &f, &cfg, Some(&ThreadRunner)).unwrap()
+}
+
+fn outcome(all: &[CheckOutcome], kind: CheckKind) -> &CheckOutcome {
+    all.iter().find(|o| o.check == kind).unwrap()
+}
+
+fn failed(all: &[CheckOutcome]) -> Vec<CheckKind> {
+    all.iter().filter(|o| !o.passed).map(|o| o.check).collect()
+}
+
+/// Asserts the first divergence of `kind` is at `step`, `agent`, `key`.
+fn assert_site(all: &[CheckOutcome], kind: CheckKind, step: u64, agent: Option<&str>, key: &str) {
+    let o = outcome(all, kind);
+    assert!(!o.passed, "{kind} should fail");
+    let d = o
+        .divergence
+        .as_ref()
+        .expect("a failure carries its divergence");
+    assert_eq!(
+        (d.step, d.agent(), d.key()),
+        (step, agent, key),
+        "{kind}: {}",
+        o.summary
+    );
+}
+
+use CheckKind::*;
+
+#[test]
+fn correct_fixture_passes_all_five() {
+    let all = run_all(Fault::None);
+    for o in &all {
+        assert!(o.passed, "{}: {}", o.check, o.summary);
+    }
+    assert_eq!(all.len(), 5);
+    let d = outcome(&all, OtherSeed).divergence.as_ref().unwrap();
+    assert_eq!(d.step, 0, "other seeds differ from the reset on");
+}
+
+#[test]
+fn global_rng_is_caught_by_interleaved_and_parallel() {
+    let _g = GLOBAL_STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let all = run_all(Fault::GlobalRng);
+    assert_eq!(failed(&all), [Interleaved, ParallelWorkers]);
+    assert_site(&all, Interleaved, 1, Some("blue"), "noise");
+    let d = outcome(&all, Interleaved).divergence.clone().unwrap();
+    match d.detail {
+        Some(Detail::Element {
+            index,
+            ref dtype,
+            ref left,
+            ref right,
+            ..
+        }) => {
+            assert_eq!((index, dtype.as_str()), (0, "float32"));
+            assert_ne!(left, right);
+        }
+        other => panic!("no element detail: {other:?}"),
+    }
+    assert_eq!(d.note, None, "interleaving in one thread is deterministic");
+    let p = outcome(&all, ParallelWorkers).divergence.as_ref().unwrap();
+    assert_eq!((p.step, p.key()), (1, "noise"));
+}
+
+#[test]
+fn wall_clock_is_caught_in_a_log_line() {
+    let all = run_all(Fault::WallClock);
+    assert_eq!(
+        failed(&all),
+        [SameSeed, Interleaved, OtherProcess, ParallelWorkers]
+    );
+    for kind in [SameSeed, OtherProcess] {
+        assert_site(&all, kind, 5, None, "logs");
+        let d = outcome(&all, kind).divergence.as_ref().unwrap();
+        let Some(Detail::Log {
+            line,
+            char_index,
+            left: Some(l),
+            right: Some(r),
+        }) = &d.detail
+        else {
+            panic!("no log detail: {d:?}")
+        };
+        assert_eq!(*line, 2);
+        assert!(l.starts_with("heartbeat wall_ns=") && r.starts_with("heartbeat wall_ns="));
+        assert!(*char_index >= "heartbeat wall_ns=".len() as u64);
+    }
+}
+
+#[test]
+fn hash_order_is_caught_at_the_reset() {
+    let all = run_all(Fault::HashOrder);
+    assert_eq!(
+        failed(&all),
+        [SameSeed, Interleaved, OtherProcess, ParallelWorkers]
+    );
+    assert_site(&all, SameSeed, 0, Some("blue"), "hosts");
+    assert_site(&all, OtherProcess, 0, Some("blue"), "hosts");
+    let d = outcome(&all, SameSeed).divergence.as_ref().unwrap();
+    assert!(
+        matches!(&d.detail, Some(Detail::Element { dtype, .. }) if dtype == "uint8"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn sticky_cache_is_caught_by_rollouts_on_one_instance() {
+    let all = run_all(Fault::StickyCache);
+    assert_eq!(failed(&all), [SameSeed]);
+    assert_site(&all, SameSeed, 0, Some("blue"), "seen");
+    let o = outcome(&all, SameSeed);
+    assert_eq!(o.right, "rollout 2 (same instance)");
+    let d = o.divergence.as_ref().unwrap();
+    let Some(Detail::Element {
+        dtype, left, right, ..
+    }) = &d.detail
+    else {
+        panic!("{d:?}")
+    };
+    assert_eq!(
+        (dtype.as_str(), left.as_str(), right.as_str()),
+        ("bool", "false", "true")
+    );
+}
+
+#[test]
+fn stale_info_is_caught_with_its_json_pointer() {
+    let all = run_all(Fault::StaleInfo);
+    assert_eq!(failed(&all), [SameSeed]);
+    assert_site(&all, SameSeed, 1, Some("blue"), "info");
+    let d = outcome(&all, SameSeed).divergence.as_ref().unwrap();
+    let Some(Detail::Info { changes }) = &d.detail else {
+        panic!("{d:?}")
+    };
+    assert_eq!(changes[0].pointer, "/episode_return");
+    assert_eq!(changes[0].kind, "changed");
+}
+
+#[test]
+fn late_divergence_is_found_at_step_51() {
+    let _g = GLOBAL_STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let all = run_all(Fault::LateDivergence);
+    assert!(failed(&all).contains(&SameSeed));
+    assert!(failed(&all).contains(&Interleaved));
+    assert!(failed(&all).contains(&ParallelWorkers));
+    for kind in [SameSeed, Interleaved, ParallelWorkers] {
+        assert_site(&all, kind, 51, Some("blue"), "tick");
+    }
+    let d = outcome(&all, SameSeed).divergence.as_ref().unwrap();
+    assert!(
+        matches!(&d.detail, Some(Detail::Element { dtype, index: 0, .. }) if dtype == "int64"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn seedless_fails_other_seed_only() {
+    let all = run_all(Fault::Seedless);
+    assert_eq!(failed(&all), [OtherSeed]);
+    let o = outcome(&all, OtherSeed);
+    assert!(
+        o.summary.contains("does not depend on its seed"),
+        "{}",
+        o.summary
+    );
+}
+
+#[test]
+fn short_rollouts_miss_the_late_divergence() {
+    let _g = GLOBAL_STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let f = fixtures::factory("fixture:late-divergence").unwrap();
+    let o = run_check(SameSeed, &f, &CheckConfig::new(1, 50), None).unwrap();
+    assert!(o.passed, "{}", o.summary);
+}
+
+#[test]
+fn bad_parameters_are_errors() {
+    let f = fixtures::factory("fixture").unwrap();
+    let mut cfg = CheckConfig::new(1, 5);
+    cfg.workers = 1;
+    assert!(matches!(
+        run_check(ParallelWorkers, &f, &cfg, None),
+        Err(CheckError::TooFew { .. })
+    ));
+    assert!(matches!(
+        run_check(OtherProcess, &f, &cfg, None),
+        Err(CheckError::NoRunner)
+    ));
+    assert_eq!("process".parse::<CheckKind>(), Ok(OtherProcess));
+    assert_eq!("same_seed".parse::<CheckKind>(), Ok(SameSeed));
+    assert!("nope".parse::<CheckKind>().is_err());
+}
+
+#[test]
+fn outcomes_convert_to_values() {
+    let all = run_all(Fault::StaleInfo);
+    let v = outcome(&all, SameSeed).to_value();
+    let Value::Object(m) = &v else { panic!() };
+    assert_eq!(m["check"], Value::String("same_seed".into()));
+    assert_eq!(m["passed"], Value::Bool(false));
+    let Value::Object(d) = &m["divergence"] else {
+        panic!()
+    };
+    assert_eq!(d["step"], Value::from(1i64));
+    let json = serde_json::to_string(&all).unwrap();
+    let back: Vec<CheckOutcome> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, all);
+}
