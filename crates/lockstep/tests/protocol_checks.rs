@@ -1,0 +1,123 @@
+//! lockstep's replay checks (same seed, other seed, interleaved, other process, parallel
+//! workers) on envs served by the Python adapter: real envs pass all five; each broken fixture
+//! is caught by the check that should catch it, at the right step, agent and key.
+
+mod protocol_common;
+
+use lockstep::check::{run_check, run_checks, CheckConfig, CheckKind, CheckOutcome};
+use lockstep::protocol::ProcessEnvFactory;
+use protocol_common::{adapter_argv, factory, options, require};
+
+fn all_pass(f: &ProcessEnvFactory, steps: u64) -> Vec<CheckOutcome> {
+    let cfg = CheckConfig::new(7, steps);
+    let outcomes = run_checks(&CheckKind::ALL, f, &cfg, Some(f)).unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+    outcomes
+}
+
+#[test]
+fn cartpole_passes_every_check() {
+    require(&["gymnasium"]);
+    let outcomes = all_pass(&factory(&["gymnasium", "CartPole-v1"]), 200);
+    // The other-seed check says where seeds 7 and 8 part: at the reset.
+    let other = outcomes
+        .iter()
+        .find(|o| o.check == CheckKind::OtherSeed)
+        .unwrap();
+    assert_eq!(other.divergence.as_ref().unwrap().step, 0);
+}
+
+#[test]
+fn pendulum_passes_every_check() {
+    require(&["gymnasium"]);
+    all_pass(&factory(&["gymnasium", "Pendulum-v1"]), 200);
+}
+
+#[test]
+fn pettingzoo_simple_spread_passes_every_check() {
+    require(&["pettingzoo", "mpe2"]);
+    all_pass(&factory(&["pettingzoo", "mpe2.simple_spread_v3"]), 50);
+}
+
+fn walker(bug: Option<&str>) -> ProcessEnvFactory {
+    let kwargs = bug.map_or("{}".to_string(), |b| format!("{{\"bug\": \"{b}\"}}"));
+    ProcessEnvFactory::new(
+        adapter_argv(&[
+            "factory",
+            "lockstep_adapter.testing:walker",
+            "--kwargs",
+            &kwargs,
+        ]),
+        options(),
+    )
+}
+
+/// Runs `kind` on the walker with `bug` and returns (step, agent, key) of the divergence.
+fn caught(bug: &str, kind: CheckKind) -> (u64, String, String) {
+    let f = walker(Some(bug));
+    let o = run_check(kind, &f, &CheckConfig::new(5, 60), Some(&f)).unwrap();
+    assert!(!o.passed, "{bug}: {kind:?} passed: {}", o.summary);
+    let d = o.divergence.expect("a failure carries its divergence");
+    (
+        d.step,
+        d.agent().unwrap_or("").to_string(),
+        d.key().to_string(),
+    )
+}
+
+fn at(step: u64, key: &str) -> (u64, String, String) {
+    (step, "agent".to_string(), key.to_string())
+}
+
+#[test]
+fn correct_walker_passes_every_check() {
+    require(&["gymnasium"]);
+    all_pass(&walker(None), 60);
+}
+
+#[test]
+fn global_numpy_rng_fails_same_seed_at_step_1() {
+    require(&["gymnasium"]);
+    assert_eq!(caught("global_rng", CheckKind::SameSeed), at(1, "pos"));
+}
+
+#[test]
+fn state_kept_across_reset_fails_same_seed_at_the_reset() {
+    require(&["gymnasium"]);
+    assert_eq!(caught("leaky_reset", CheckKind::SameSeed), at(0, "tick"));
+}
+
+#[test]
+fn wall_clock_in_info_fails_same_seed_at_step_1() {
+    require(&["gymnasium"]);
+    assert_eq!(caught("wall_clock", CheckKind::SameSeed), at(1, "info"));
+}
+
+#[test]
+fn hash_order_passes_in_one_process_and_fails_other_process_at_step_5() {
+    require(&["gymnasium"]);
+    let f = walker(Some("hash_seed"));
+    let same = run_check(CheckKind::SameSeed, &f, &CheckConfig::new(5, 60), Some(&f)).unwrap();
+    assert!(same.passed, "{}", same.summary);
+    assert_eq!(caught("hash_seed", CheckKind::OtherProcess), at(5, "info"));
+}
+
+#[test]
+fn late_divergence_fails_same_seed_at_step_40() {
+    require(&["gymnasium"]);
+    assert_eq!(caught("late", CheckKind::SameSeed), at(40, "pos"));
+}
+
+/// A child that dies mid-check is a check error naming the step and the child's stderr.
+#[test]
+fn a_crash_is_a_check_error_not_a_verdict() {
+    require(&["gymnasium"]);
+    let f = walker(Some("crash"));
+    let err = run_check(CheckKind::SameSeed, &f, &CheckConfig::new(5, 60), Some(&f))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("step 5"), "{err}");
+    assert!(err.contains("walker: aborting at step 5"), "{err}");
+}

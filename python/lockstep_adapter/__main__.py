@@ -1,0 +1,65 @@
+"""Command line: ``python -m lockstep_adapter {gymnasium,pettingzoo,factory} ...``."""
+
+import argparse
+import importlib
+import json
+import sys
+
+from . import server
+
+
+def _load(spec):
+    """``module:attr`` -> the object."""
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"expected module:function, got {spec!r}")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="python -m lockstep_adapter",
+        description="Serve an environment to lockstep over the lockstep/1 protocol (stdin/stdout).",
+    )
+    p.add_argument("kind", choices=["gymnasium", "pettingzoo", "factory"])
+    p.add_argument("target", help="gymnasium: env id; pettingzoo: module; factory: module:function")
+    p.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the env")
+    p.add_argument("--state", help="module:function(env) returning the contracted state (a dict)")
+    p.add_argument("--fields", default="", help="comma-separated state fields: attributes of the unwrapped env read by the default state, or the declared fields of --state")
+    p.add_argument("--contract", help='JSON {"name", "version", "fields"} overriding the declared reset contract')
+    return p.parse_args(argv)
+
+
+def make_served(args):
+    kwargs = json.loads(args.kwargs)
+    if not isinstance(kwargs, dict):
+        raise ValueError("--kwargs must be a JSON object")
+    fields = [f for f in args.fields.split(",") if f]
+    state_fn = _load(args.state) if args.state else None
+    contract = json.loads(args.contract) if args.contract else None
+    config = {"adapter": args.kind, "target": args.target, "kwargs": kwargs}
+    if args.kind == "gymnasium":
+        import gymnasium
+
+        env = gymnasium.make(args.target, **kwargs)
+        return server.GymnasiumServed(env, args.target, config, fields, state_fn, contract)
+    if args.kind == "pettingzoo":
+        module = importlib.import_module(args.target)
+        env = module.parallel_env(**kwargs)
+        return server.ParallelServed(env, args.target, config, fields, state_fn, contract)
+    env = _load(args.target)(**kwargs)
+    cls = server.ParallelServed if hasattr(env, "possible_agents") else server.GymnasiumServed
+    return cls(env, args.target, config, fields, state_fn, contract)
+
+
+def main(argv=None):
+    proto = server.claim_stdout()
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    return server.serve(lambda: make_served(args), out=proto)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""The lockstep/1 request loop over a Gymnasium env or a PettingZoo parallel env.
+
+The protocol owns the process's real standard output: before anything else runs, file
+descriptor 1 is duplicated for the protocol and then pointed at standard error, so a ``print``
+in the environment (or in C code it calls) lands in lockstep's stderr capture instead of
+corrupting the stream.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+from . import wire
+from .wire import PROTOCOL
+
+
+def claim_stdout():
+    """Returns a binary stream on the original stdout and sends fd 1 and ``sys.stdout`` to
+    stderr."""
+    sys.stdout.flush()
+    proto = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+def _safe_rng(obj):
+    """An object's own RNG, read without triggering a lazy property that would create one."""
+    attrs = getattr(obj, "__dict__", {})
+    for name in ("_np_random", "np_random"):
+        if name in attrs:
+            return wire.rng_state(attrs[name])
+    return None
+
+
+class Served:
+    """One environment behind the protocol: a uniform multi-agent view."""
+
+    kind = ""
+
+    def __init__(self, env, env_id, config, fields=None, state_fn=None, contract=None):
+        self.env = env
+        self.env_id = env_id
+        self.config = config
+        self.fields = list(fields or [])
+        self.state_fn = state_fn
+        self.contract = contract
+        self.agents = sorted(self._action_spaces())
+        self.action_spaces = self._action_spaces()
+        self.obs_spaces = self._observation_spaces()
+        self.obs_encoders = {a: wire.ObservationEncoder(self.obs_spaces[a]) for a in self.agents}
+        self.action_decoders = {a: wire.ActionDecoder(self.action_spaces[a]) for a in self.agents}
+        self.agent_names = {a: json.dumps(a) for a in self.agents}
+        self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
+
+    # Subclasses provide these.
+    def _action_spaces(self):
+        raise NotImplementedError
+
+    def _observation_spaces(self):
+        raise NotImplementedError
+
+    def reset(self, seed, options):
+        raise NotImplementedError
+
+    def step(self, actions):
+        raise NotImplementedError
+
+    def unwrapped(self):
+        return getattr(self.env, "unwrapped", self.env)
+
+    def logs(self):
+        """New log lines: an env may define ``lockstep_drain_logs()`` returning a list of str."""
+        if self._drain is None:
+            return "[]"
+        return wire.dumps([str(line) for line in self._drain()])
+
+    def handshake(self):
+        fields = self.declared_fields()
+        contract = self.contract or {
+            "name": f"lockstep-adapter/{self.kind}/{self.env_id}",
+            "version": 1,
+            "fields": fields,
+        }
+        return {
+            "protocol": PROTOCOL,
+            "ok": True,
+            "env_id": f"{self.kind}:{self.env_id}",
+            "config": self.config,
+            "agents": [
+                {
+                    "name": a,
+                    "action_space": wire.declare_space(self.action_spaces[a]),
+                    "observation_space": {
+                        k: wire.declare_space(sp) for k, sp in sorted(wire.observation_keys(self.obs_spaces[a]).items())
+                    },
+                }
+                for a in self.agents
+            ],
+            "contract": contract,
+        }
+
+    def declared_fields(self):
+        if self.state_fn is not None:
+            declared = getattr(self.state_fn, "lockstep_fields", None)
+            return sorted(self.fields or declared or [])
+        return sorted(set(["action_space_rng", "np_random"] + self.fields))
+
+    def state(self):
+        if self.state_fn is not None:
+            return wire.to_json(self.state_fn(self.env))
+        env = self.unwrapped()
+        out = {
+            "np_random": _safe_rng(env),
+            "action_space_rng": {a: _safe_rng(self.action_spaces[a]) for a in self.agents},
+        }
+        for name in self.fields:
+            out[name] = wire.to_json(getattr(env, name, None))
+        return out
+
+    def close(self):
+        close = getattr(self.env, "close", None)
+        if close is not None:
+            close()
+
+    def transition(self, obs, rewards, terms, truncs, infos, agents):
+        parts = []
+        for a in agents:
+            info = infos.get(a) if infos else None
+            info_text = "{}" if not info else wire.dumps(wire.to_json(info))
+            parts.append(
+                '%s:{"obs":%s,%s,"terminated":%s,"truncated":%s,"info":%s}'
+                % (
+                    self.agent_names[a] if a in self.agent_names else json.dumps(a),
+                    self.obs_encoders[a].encode(obs[a]),
+                    wire.reward_fields(rewards.get(a, 0.0) if rewards else 0.0),
+                    "true" if terms and terms.get(a) else "false",
+                    "true" if truncs and truncs.get(a) else "false",
+                    info_text,
+                )
+            )
+        return '{"ok":true,"agents":{' + ",".join(parts) + '},"logs":' + self.logs() + "}"
+
+
+class GymnasiumServed(Served):
+    """A single-agent Gymnasium env: one agent named ``agent``."""
+
+    kind = "gymnasium"
+    AGENT = "agent"
+
+    def _action_spaces(self):
+        return {self.AGENT: self.env.action_space}
+
+    def _observation_spaces(self):
+        return {self.AGENT: self.env.observation_space}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._decode = self.action_decoders[self.AGENT].decode
+        self._encode = self.obs_encoders[self.AGENT].encode
+
+    def reset(self, seed, options):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.env.action_space.seed(seed)
+        return self.transition({self.AGENT: obs}, None, None, None, {self.AGENT: info}, self.agents)
+
+    def step(self, actions):
+        # The hot path of a single-agent env: one string build, no per-step dicts.
+        obs, reward, terminated, truncated, info = self.env.step(self._decode(actions[self.AGENT]))
+        return (
+            '{"ok":true,"agents":{"agent":{"obs":'
+            + self._encode(obs)
+            + ","
+            + wire.reward_fields(reward)
+            + (',"terminated":true' if terminated else ',"terminated":false')
+            + (',"truncated":true' if truncated else ',"truncated":false')
+            + ',"info":'
+            + ("{}" if not info else wire.dumps(wire.to_json(info)))
+            + '}},"logs":'
+            + self.logs()
+            + "}"
+        )
+
+
+class ParallelServed(Served):
+    """A PettingZoo parallel env: its ``possible_agents``."""
+
+    kind = "pettingzoo"
+
+    def _action_spaces(self):
+        return {a: self.env.action_space(a) for a in self.env.possible_agents}
+
+    def _observation_spaces(self):
+        return {a: self.env.observation_space(a) for a in self.env.possible_agents}
+
+    def reset(self, seed, options):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        for a in self.agents:
+            self.action_spaces[a].seed(seed)
+        return self.transition(obs, None, None, None, infos, sorted(obs))
+
+    def step(self, actions):
+        decoded = {a: self.action_decoders[a].decode(act) for a, act in actions.items()}
+        obs, rewards, terms, truncs, infos = self.env.step(decoded)
+        return self.transition(obs, rewards, terms, truncs, infos, sorted(obs))
+
+
+def _error(exc):
+    return wire.dumps(
+        {
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        }
+    )
+
+
+def serve(make, out=None, inp=None):
+    """Runs the request loop. ``make()`` returns a :class:`Served`; a failure there is answered
+    with a handshake that says ``ok: false``."""
+    out = out if out is not None else claim_stdout()
+    inp = inp if inp is not None else sys.stdin.buffer
+
+    def send(text):
+        out.write(text.encode("utf-8") + b"\n")
+        out.flush()
+
+    try:
+        served = make()
+        hello = served.handshake()
+    except BaseException as exc:  # noqa: BLE001 - reported to the client, then exit
+        traceback.print_exc(file=sys.stderr)
+        send(wire.dumps({"protocol": PROTOCOL, "ok": False, "error": f"{type(exc).__name__}: {exc}"}))
+        return 1
+    send(wire.dumps(hello))
+
+    while True:
+        line = inp.readline()
+        if not line:
+            served.close()
+            return 0
+        rid = "null"
+        try:
+            request = json.loads(line)
+            if type(request.get("id")) is int:
+                rid = str(request["id"])
+            op = request["op"]
+            if op == "step":
+                reply = served.step(request["actions"])
+            elif op == "reset":
+                reply = served.reset(request["seed"], request.get("options"))
+            elif op == "state":
+                reply = '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
+            elif op == "close":
+                served.close()
+                send('{"id":%s,"ok":true}' % rid)
+                return 0
+            else:
+                raise ValueError(f"unknown op {op!r}")
+        except Exception as exc:  # noqa: BLE001 - every env failure is answered, not fatal
+            reply = _error(exc)
+        # Every reply echoes its request's id, so a stray or lost line is caught at once.
+        send('{"id":' + rid + "," + reply[1:])

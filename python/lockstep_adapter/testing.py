@@ -1,0 +1,119 @@
+"""Deliberately broken environments: test fixtures that lockstep's checks must catch.
+
+Serve one with ``python -m lockstep_adapter factory lockstep_adapter.testing:walker --kwargs
+'{"bug": "global_rng"}'``. Every env is the same seeded random walk (:class:`Walker`); ``bug``
+selects one way to break "fixed seed, same episode", each visible at a known step and key:
+
+============== ================================================= ======= ==============
+bug            what goes wrong                                   step    key
+============== ================================================= ======= ==============
+(none)         nothing: a correct env                            -       -
+global_rng     step noise from numpy's global ``np.random``      1       ``obs/pos``
+leaky_reset    the tick counter survives ``reset``               0 (2nd  ``obs/tick``
+                                                                 ep.)
+wall_clock     ``time.time()`` in the step info                  1       ``info``
+hash_seed      info lists a set of names in iteration order,     5       ``info``
+               which depends on ``PYTHONHASHSEED``
+late           fine until step 40, then unseeded ``random``      40      ``obs/pos``
+crash          the process aborts (SIGABRT) at step 5            5       -
+hang           sleeps an hour at step 3                          3       -
+raises         raises ValueError at step 2 (answered ok: false)  2       -
+chatty         prints to stdout every step (harmless: the        -       -
+               adapter sends stdout to stderr)
+============== ================================================= ======= ==============
+"""
+
+import os
+import random
+import sys
+import time
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+BUGS = ("global_rng", "leaky_reset", "wall_clock", "hash_seed", "late", "crash", "hang", "raises", "chatty")
+
+NAMES = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+
+
+class Walker(gymnasium.Env):
+    """A seeded random walk with a Dict observation (``pos`` float64[2], ``tick`` Discrete)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, bug=None, horizon=60):
+        if bug is not None and bug not in BUGS:
+            raise ValueError(f"unknown bug {bug!r} (known: {', '.join(BUGS)})")
+        self.bug = bug
+        self.horizon = horizon
+        self.observation_space = spaces.Dict(
+            {
+                "pos": spaces.Box(-np.inf, np.inf, (2,), np.float64),
+                "tick": spaces.Discrete(1_000_000),
+            }
+        )
+        self.action_space = spaces.Discrete(3)
+        self.tick = 0
+        self.t = 0
+        self.pos = np.zeros(2)
+
+    def _obs(self):
+        return {"pos": self.pos.copy(), "tick": self.tick}
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        if self.bug != "leaky_reset":
+            self.tick = 0
+        self.pos = self.np_random.normal(size=2)
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        self.tick += 1
+        if self.bug == "crash" and self.t == 5:
+            sys.stderr.write("walker: aborting at step 5\n")
+            sys.stderr.flush()
+            os.abort()
+        if self.bug == "hang" and self.t == 3:
+            sys.stderr.write("walker: sleeping at step 3\n")
+            sys.stderr.flush()
+            time.sleep(3600)
+        if self.bug == "raises" and self.t == 2:
+            raise ValueError("walker: refusing step 2")
+        if self.bug == "chatty":
+            print(f"walker: chatty step {self.t}")
+        if self.bug == "global_rng":
+            noise = np.random.normal(scale=0.01, size=2)
+        else:
+            noise = self.np_random.normal(scale=0.01, size=2)
+        self.pos = self.pos + (int(action) - 1) * 0.1 + noise
+        if self.bug == "late" and self.t == 40:
+            self.pos[0] += random.random()
+        info = {"t": self.t}
+        if self.bug == "wall_clock":
+            info["time"] = time.time()
+        if self.bug == "hash_seed" and self.t >= 5:
+            info["order"] = list(set(NAMES))
+        reward = float(-np.abs(self.pos).sum())
+        return self._obs(), reward, False, self.t >= self.horizon, info
+
+
+def walker(bug=None, horizon=60):
+    """Factory for ``python -m lockstep_adapter factory lockstep_adapter.testing:walker``."""
+    return Walker(bug=bug, horizon=horizon)
+
+
+def walker_state(env):
+    """A contracted state for ``--state``: the walk's own variables and RNG."""
+    u = env.unwrapped
+    return {
+        "pos": u.pos,
+        "t": u.t,
+        "tick": u.tick,
+        "rng": u.np_random.bit_generator.state,
+    }
+
+
+walker_state.lockstep_fields = ["pos", "rng", "t", "tick"]

@@ -1,0 +1,294 @@
+"""Encoding of the lockstep/1 wire format: arrays, spaces, JSON conversion.
+
+Arrays travel as ``{"dtype": NUMPY_NAME, "shape": [...], "data": BASE64}`` where ``data`` is the
+raw little-endian bytes of the elements in row-major order, so no float is ever re-formatted.
+Only seven dtypes travel (``bool int8 uint8 int32 int64 float32 float64``); others are widened
+without loss (``int16 uint16 -> int32``, ``uint32 -> int64``, ``float16 -> float32``) and
+``uint64`` becomes ``int64`` when every element fits, otherwise it is an error.
+"""
+
+import base64
+import json
+import math
+import struct
+
+import numpy as np
+
+from . import PROTOCOL  # noqa: F401 - re-exported for the server
+
+WIRE_DTYPES = ("bool", "int8", "uint8", "int32", "int64", "float32", "float64")
+
+_WIDEN = {
+    "int16": "int32",
+    "uint16": "int32",
+    "uint32": "int64",
+    "float16": "float32",
+}
+
+_b64 = base64.b64encode
+_isfinite = math.isfinite
+_repr = float.__repr__
+
+
+class WireError(Exception):
+    """Something the adapter cannot put on the wire (an unsupported dtype, space or value)."""
+
+
+def wire_array(value):
+    """``value`` as a contiguous little-endian ndarray of a wire dtype."""
+    arr = np.asarray(value)
+    name = arr.dtype.name
+    if name not in WIRE_DTYPES:
+        if name in _WIDEN:
+            arr = arr.astype(_WIDEN[name])
+        elif name == "uint64":
+            if arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+                raise WireError("uint64 array holds values above the int64 range")
+            arr = arr.astype(np.int64)
+        else:
+            raise WireError(f"arrays of dtype {name} cannot travel (supported: {', '.join(WIRE_DTYPES)})")
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return np.ascontiguousarray(arr)
+
+
+class ArrayEncoder:
+    """Encodes arrays to the wire JSON text, caching the header for the last dtype and shape.
+
+    One encoder per observation key: the dtype and shape almost never change between steps, so
+    the per-step cost is ``tobytes`` + ``b64encode`` + two string joins.
+    """
+
+    __slots__ = ("_dtype", "_shape", "_head")
+
+    def __init__(self):
+        self._dtype = None
+        self._shape = None
+        self._head = None
+
+    def encode(self, value):
+        arr = value
+        if (
+            type(arr) is not np.ndarray
+            or arr.dtype is not self._dtype
+            or arr.shape != self._shape
+            or not arr.flags.c_contiguous
+        ):
+            arr = wire_array(value)
+            if arr.dtype is not self._dtype or arr.shape != self._shape:
+                self._dtype = arr.dtype
+                self._shape = arr.shape
+                self._head = '{"dtype":"%s","shape":%s,"data":"' % (
+                    arr.dtype.name,
+                    json.dumps(list(arr.shape)),
+                )
+        return self._head + _b64(arr.tobytes()).decode("ascii") + '"}'
+
+
+def encode_array(value):
+    """The wire JSON object (as a dict) of one array."""
+    arr = wire_array(value)
+    return {
+        "dtype": arr.dtype.name,
+        "shape": list(arr.shape),
+        "data": base64.b64encode(arr.tobytes()).decode("ascii"),
+    }
+
+
+def decode_array(obj):
+    """The ndarray of a wire JSON array object."""
+    try:
+        dtype = obj["dtype"]
+        shape = [int(n) for n in obj["shape"]]
+        data = base64.b64decode(obj["data"], validate=True)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WireError(f"malformed array object: {exc}") from None
+    if dtype not in WIRE_DTYPES:
+        raise WireError(f"unknown array dtype {dtype!r}")
+    dt = np.dtype(dtype).newbyteorder("<")
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if len(data) != count * dt.itemsize:
+        raise WireError(f"array data holds {len(data)} bytes, shape {shape} of {dtype} needs {count * dt.itemsize}")
+    return np.frombuffer(data, dtype=dt).reshape(shape).astype(np.dtype(dtype), copy=False)
+
+
+def float_json(x):
+    """A finite float as JSON text (Python's repr round-trips every double exactly)."""
+    return repr(x)
+
+
+def reward_fields(reward):
+    """The reward's JSON fields as text: ``"reward":R`` for finite rewards, else ``reward_bits``.
+
+    JSON has no NaN or infinity, so a non-finite reward travels as its IEEE-754 bits (16 hex
+    digits, most significant first), which also keeps a NaN payload.
+    """
+    r = float(reward)
+    if _isfinite(r):
+        return '"reward":' + _repr(r)
+    bits = struct.unpack("<Q", struct.pack("<d", r))[0]
+    return '"reward":null,"reward_bits":"%016x"' % bits
+
+
+def _float_value(x):
+    if math.isfinite(x):
+        return x
+    # JSON has no NaN or infinity: they travel as these strings, documented in docs/protocol.md.
+    return "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
+
+
+def to_json(value):
+    """Plain-JSON form of an info, a state or kwargs.
+
+    numpy scalars become Python numbers, arrays nested lists (``tolist``), tuples lists, bytes
+    base64 strings, sets lists in their iteration order (so an order that depends on
+    ``PYTHONHASHSEED`` shows), non-finite floats the strings ``NaN``/``Infinity``/``-Infinity``,
+    dict keys strings; any other object its ``repr``.
+    """
+    if value is None or value is True or value is False or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return _float_value(float(value))
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return to_json(value.tolist())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_json(v) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, np.generic):
+        return to_json(value.item())
+    return repr(value)
+
+
+def dumps(value):
+    """Compact JSON text of an already plain value."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spaces
+
+
+def _bound(x):
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "Infinity" if x > 0 else ("-Infinity" if x < 0 else "NaN")
+
+
+def _space_kind(space):
+    return type(space).__name__
+
+
+def declare_space(space):
+    """The lockstep ``Space`` JSON of one gymnasium space (Discrete, MultiDiscrete, MultiBinary,
+    Box)."""
+    kind = _space_kind(space)
+    if kind == "Discrete":
+        return {"type": "discrete", "n": int(space.n), "start": int(space.start)}
+    if kind == "MultiDiscrete":
+        return {"type": "multi_discrete", "nvec": [int(n) for n in np.asarray(space.nvec).ravel()]}
+    if kind == "MultiBinary":
+        n = int(np.prod(space.shape)) if space.shape else int(space.n)
+        return {"type": "multi_discrete", "nvec": [2] * n}
+    if kind == "Box":
+        return {
+            "type": "box",
+            "dtype": wire_array(np.zeros((), dtype=space.dtype)).dtype.name,
+            "shape": [int(n) for n in space.shape],
+            "low": [_bound(x) for x in np.asarray(space.low, dtype=np.float64).ravel()],
+            "high": [_bound(x) for x in np.asarray(space.high, dtype=np.float64).ravel()],
+        }
+    raise WireError(f"space {space!r} cannot be declared (supported: Discrete, MultiDiscrete, MultiBinary, Box)")
+
+
+def observation_keys(space):
+    """Observation key -> leaf space. Dict spaces give one key per entry (nested entries joined
+    with ``/``), Tuple spaces one per index; any other space is the single key ``obs``."""
+    out = {}
+
+    def walk(prefix, sp):
+        kind = _space_kind(sp)
+        if kind == "Dict":
+            for k, sub in sp.spaces.items():
+                walk(f"{prefix}/{k}" if prefix else str(k), sub)
+        elif kind == "Tuple":
+            for i, sub in enumerate(sp.spaces):
+                walk(f"{prefix}/{i}" if prefix else str(i), sub)
+        else:
+            out[prefix or "obs"] = sp
+
+    walk("", space)
+    return out
+
+
+class ObservationEncoder:
+    """Turns one agent's observation into the wire JSON text of its ``obs`` object."""
+
+    def __init__(self, space):
+        self.leaves = observation_keys(space)
+        self.keys = sorted(self.leaves)
+        self.names = {k: json.dumps(k) for k in self.keys}
+        self.encoders = {k: ArrayEncoder() for k in self.keys}
+        self.structured = _space_kind(space) in ("Dict", "Tuple")
+        self.discrete = {k for k, sp in self.leaves.items() if _space_kind(sp) == "Discrete"}
+
+    def _leaf(self, key, value):
+        if key in self.discrete:
+            return np.asarray([value], dtype=np.int64).reshape(1)
+        return value
+
+    def encode(self, obs):
+        if not self.structured:
+            return '{"obs":' + self.encoders["obs"].encode(self._leaf("obs", obs)) + "}"
+        parts = []
+        for key in self.keys:
+            value = obs
+            for part in key.split("/"):
+                value = value[part] if isinstance(value, dict) else value[int(part)]
+            parts.append(self.names[key] + ":" + self.encoders[key].encode(self._leaf(key, value)))
+        return "{" + ",".join(parts) + "}"
+
+
+class ActionDecoder:
+    """Turns a wire action into what the env's ``step`` expects for one action space."""
+
+    def __init__(self, space):
+        self.space = space
+        self.kind = _space_kind(space)
+        if self.kind not in ("Discrete", "MultiDiscrete", "MultiBinary", "Box"):
+            raise WireError(f"action space {space!r} is not supported")
+        if self.kind == "MultiDiscrete":
+            self.start = np.asarray(getattr(space, "start", 0), dtype=np.int64)
+
+    def decode(self, action):
+        if self.kind == "Discrete":
+            if type(action) is not int:
+                raise WireError(f"discrete action must be an integer, got {action!r}")
+            return action
+        if self.kind == "MultiDiscrete":
+            arr = np.asarray(action, dtype=np.int64).reshape(self.space.shape) + self.start
+            return arr.astype(self.space.dtype)
+        if self.kind == "MultiBinary":
+            return np.asarray(action, dtype=self.space.dtype).reshape(self.space.shape)
+        arr = decode_array(action).reshape(self.space.shape)
+        return arr.astype(self.space.dtype)
+
+
+def rng_state(rng):
+    """JSON of a numpy Generator / RandomState / BitGenerator state, or None."""
+    if rng is None:
+        return None
+    if isinstance(rng, np.random.Generator):
+        return to_json(rng.bit_generator.state)
+    if isinstance(rng, np.random.RandomState):
+        return to_json(rng.get_state(legacy=False))
+    if isinstance(rng, np.random.BitGenerator):
+        return to_json(rng.state)
+    return repr(type(rng))

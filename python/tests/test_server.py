@@ -1,0 +1,118 @@
+import io
+import json
+import os
+import subprocess
+import sys
+
+import gymnasium
+
+from lockstep_adapter import server, testing, wire
+
+PYTHON_DIR = os.path.join(os.path.dirname(__file__), "..")
+
+
+def run(served_factory, requests):
+    inp = io.BytesIO("".join(json.dumps(r) + "\n" for r in requests).encode())
+    out = io.BytesIO()
+    code = server.serve(served_factory, out=out, inp=inp)
+    return code, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def cartpole():
+    env = gymnasium.make("CartPole-v1")
+    return server.GymnasiumServed(env, "CartPole-v1", {"k": 1})
+
+
+def test_cartpole_conversation():
+    code, lines = run(
+        cartpole,
+        [
+            {"id": 1, "op": "reset", "seed": 3, "options": None},
+            {"id": 2, "op": "step", "actions": {"agent": 1}},
+            {"id": 3, "op": "state"},
+            {"id": 4, "op": "bogus"},
+            {"id": 5, "op": "close"},
+        ],
+    )
+    assert code == 0
+    hello, reset, step, state, bogus, close = lines
+    assert hello["protocol"] == wire.PROTOCOL and hello["env_id"] == "gymnasium:CartPole-v1"
+    assert hello["agents"][0]["name"] == "agent"
+    assert hello["contract"]["fields"] == ["action_space_rng", "np_random"]
+    assert [m["id"] for m in lines[1:]] == [1, 2, 3, 4, 5]
+    obs = wire.decode_array(reset["agents"]["agent"]["obs"]["obs"])
+    plain = gymnasium.make("CartPole-v1")
+    want, _ = plain.reset(seed=3)
+    assert obs.tobytes() == want.tobytes()
+    assert step["agents"]["agent"]["reward"] == 1.0
+    assert state["state"]["np_random"]["bit_generator"] == "PCG64"
+    assert bogus["ok"] is False and "bogus" in bogus["error"]
+    assert close == {"id": 5, "ok": True}
+
+
+def test_failure_to_start_is_a_handshake_with_ok_false():
+    def broken():
+        raise RuntimeError("no such env")
+
+    code, lines = run(broken, [])
+    assert code == 1
+    assert lines == [{"protocol": wire.PROTOCOL, "ok": False, "error": "RuntimeError: no such env"}]
+
+
+def test_exceptions_in_step_are_answered():
+    def walker():
+        return server.GymnasiumServed(testing.walker("raises"), "w", {})
+
+    _, lines = run(
+        walker,
+        [{"id": 1, "op": "reset", "seed": 0}]
+        + [{"id": i, "op": "step", "actions": {"agent": 0}} for i in (2, 3, 4)],
+    )
+    assert lines[2]["ok"] is True
+    assert lines[3]["ok"] is False and "refusing step 2" in lines[3]["error"]
+    assert "Traceback" in lines[3]["traceback"]
+    assert lines[4]["ok"] is True
+
+
+def test_global_rng_fixture_really_diverges():
+    a, b = testing.walker("global_rng"), testing.walker("global_rng")
+    a.reset(seed=1)
+    b.reset(seed=1)
+    assert (a.step(1)[0]["pos"] != b.step(1)[0]["pos"]).any()
+    c, d = testing.walker(), testing.walker()
+    c.reset(seed=1)
+    d.reset(seed=1)
+    assert (c.step(1)[0]["pos"] == d.step(1)[0]["pos"]).all()
+
+
+def test_prints_in_the_env_do_not_corrupt_the_protocol():
+    """A real child: the env prints to stdout every step; the protocol stream stays clean."""
+    requests = [{"id": 1, "op": "reset", "seed": 0}, {"id": 2, "op": "step", "actions": {"agent": 0}}, {"id": 3, "op": "close"}]
+    proc = subprocess.run(
+        [sys.executable, "-m", "lockstep_adapter", "factory", "lockstep_adapter.testing:walker", "--kwargs", '{"bug": "chatty"}'],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        cwd=PYTHON_DIR,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(lines) == 4 and all(m["ok"] for m in lines)
+    assert "walker: chatty step 1" in proc.stderr
+
+
+def test_pettingzoo_parallel_env():
+    from mpe2 import simple_spread_v3
+
+    def make():
+        return server.ParallelServed(simple_spread_v3.parallel_env(), "mpe2.simple_spread_v3", {})
+
+    _, lines = run(
+        make,
+        [{"id": 1, "op": "reset", "seed": 4}, {"id": 2, "op": "step", "actions": {"agent_0": 1, "agent_1": 2, "agent_2": 3}}],
+    )
+    hello, reset, step = lines
+    assert [a["name"] for a in hello["agents"]] == ["agent_0", "agent_1", "agent_2"]
+    assert sorted(step["agents"]) == ["agent_0", "agent_1", "agent_2"]
+    assert isinstance(step["agents"]["agent_0"]["reward"], float)
