@@ -5,16 +5,58 @@
 use std::path::Path;
 
 use lockstep::audit::{audit_trial, inferred_contract, TrialRecord};
-use lockstep::check::{run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome};
+use lockstep::check::{
+    run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome, ProcessRunner,
+};
 use lockstep::env::EnvFactory;
 use lockstep::golden::Golden;
+use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
 use lockstep::report::{AuditRecord, CheckOutcome, GoldenOutcome, Trial};
 use lockstep_canon::Value;
 
 use crate::cmd::check::TrialContext;
 
+/// Where an env comes from: a built-in name, or an external command speaking the protocol.
+pub enum EnvSource {
+    Named(Box<dyn EnvFactory>, crate::cmd::trace::ChildRunner),
+    External(ProcessEnvFactory),
+}
+
+impl EnvSource {
+    /// Resolves a built-in name, or, with `argv`, the external command.
+    pub fn resolve(name: &str, argv: Option<&[String]>) -> anyhow::Result<EnvSource> {
+        Ok(match argv {
+            Some(argv) => EnvSource::External(ProcessEnvFactory::new(
+                argv.to_vec(),
+                ProcessOptions::default(),
+            )),
+            None => EnvSource::Named(
+                crate::envs::resolve(name)?,
+                crate::cmd::trace::ChildRunner::current()?,
+            ),
+        })
+    }
+
+    pub fn factory(&self) -> &dyn EnvFactory {
+        match self {
+            EnvSource::Named(f, _) => f.as_ref(),
+            EnvSource::External(f) => f,
+        }
+    }
+
+    /// The other-process runner: this executable re-run for a built-in env, a fresh child
+    /// for an external one.
+    fn runner(&self) -> &dyn ProcessRunner {
+        match self {
+            EnvSource::Named(_, runner) => runner,
+            EnvSource::External(f) => f,
+        }
+    }
+}
+
 /// Runs the audit and the chosen replay checks of `env_id` for `seed`.
-pub fn run_trial(env_id: &str, factory: &dyn EnvFactory, seed: u64, ctx: &TrialContext) -> Trial {
+pub fn run_trial(env_id: &str, source: &EnvSource, seed: u64, ctx: &TrialContext) -> Trial {
+    let factory = source.factory();
     let mut trial = Trial {
         env: env_id.to_string(),
         seed,
@@ -29,13 +71,7 @@ pub fn run_trial(env_id: &str, factory: &dyn EnvFactory, seed: u64, ctx: &TrialC
             return trial;
         }
     }
-    let runner = match crate::cmd::trace::ChildRunner::current() {
-        Ok(r) => r,
-        Err(e) => {
-            trial.error = Some(format!("{e:#}"));
-            return trial;
-        }
-    };
+    let runner = source.runner();
     let cfg = CheckConfig::new(seed, ctx.steps);
     for name in ctx.checks {
         let kind: CheckKind = match name.parse() {
@@ -45,7 +81,7 @@ pub fn run_trial(env_id: &str, factory: &dyn EnvFactory, seed: u64, ctx: &TrialC
                 break;
             }
         };
-        match run_check(kind, factory, &cfg, Some(&runner)) {
+        match run_check(kind, factory, &cfg, Some(runner)) {
             Ok(outcome) => trial.checks.push(check_record(name, &outcome)),
             Err(e) => {
                 trial.error = Some(e.to_string());

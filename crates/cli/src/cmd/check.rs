@@ -13,6 +13,8 @@ use std::sync::Mutex;
 use anyhow::{bail, Context};
 use lockstep::report::{render_html, Report, RunParams, Shard, Trial, CHECK_NAMES};
 
+use crate::trial::EnvSource;
+
 /// Environments checked when none are named: the seed-000 experiment env and three range
 /// scenarios.
 pub const DEFAULT_ENVS: [&str; 4] = [
@@ -94,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.argv.is_empty() {
             bail!("--cmd needs the environment's command after `--`");
         }
-        bail!("--cmd is not wired yet");
+        envs.push(lockstep::protocol::display_argv(&args.argv));
     } else if !args.argv.is_empty() {
         bail!("a command after `--` needs --cmd");
     }
@@ -140,9 +142,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     );
 
+    let external = args.cmd.then_some(args.argv.as_slice());
     let factories = envs
         .iter()
-        .map(|id| crate::envs::resolve(id).map(|f| (id.clone(), f)))
+        .enumerate()
+        .map(|(i, id)| {
+            let argv = external.filter(|_| i + 1 == envs.len());
+            EnvSource::resolve(id, argv).map(|f| (id.clone(), f))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
 
     let owned = |pos: usize| shard.is_none_or(|s| s.owns(pos));
@@ -168,8 +175,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let ctx = TrialContext {
         steps: args.steps,
         checks: &args.checks,
-        seeds: &seeds,
-        argv: &args.argv,
     };
     std::thread::scope(|scope| {
         for _ in 0..args.jobs.min(work.len().max(1)) {
@@ -177,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&(e, seed)) = work.get(i) else { break };
                 let (id, factory) = &factories[e];
-                let trial = crate::trial::run_trial(id, factory.as_ref(), seed, &ctx);
+                let trial = crate::trial::run_trial(id, factory, seed, &ctx);
                 trials
                     .lock()
                     .expect("no panics while holding the lock")
@@ -209,8 +214,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 pub struct TrialContext<'a> {
     pub steps: u64,
     pub checks: &'a [String],
-    pub seeds: &'a [u64],
-    pub argv: &'a [String],
 }
 
 /// Writes report.json and report.html into `dir`, each atomically.

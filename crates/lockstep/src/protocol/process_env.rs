@@ -355,6 +355,22 @@ impl Env for ProcessEnv {
         &self.spec
     }
 
+    /// The declared contract, when the env names its fields; otherwise the audit infers one.
+    fn contract(&self) -> Option<crate::contract::Contract> {
+        let c = &self.handshake.contract;
+        let fields = c.fields.clone()?;
+        crate::contract::Contract::new(
+            c.name.clone(),
+            u32::try_from(c.version).ok()?,
+            crate::contract::ProfileName::Python,
+            vec![crate::contract::Layer {
+                name: "state".into(),
+                fields,
+            }],
+        )
+        .ok()
+    }
+
     fn reset(&mut self, seed: u64, options: &Value) -> Result<&Transition, EnvError> {
         self.check_usable()?;
         let id = self.next_id();
