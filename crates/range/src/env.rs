@@ -70,9 +70,11 @@ pub struct RangeEnv {
     transition: Transition,
     scratch_f32: Vec<f32>,
     scratch_i8: Vec<i8>,
-    /// Inputs of each agent's last rendered `adj_matrix`.
-    adj_keys: [Vec<u8>; N_AGENTS],
-    key_scratch: Vec<u8>,
+    /// Reachability rows of each agent's last rendered `adj_matrix`.
+    adj_rows: [[u128; 128]; N_AGENTS],
+    rows_scratch: [u128; 128],
+    /// Target sets of the current state (masks); the next step validates against them.
+    sets: [[u128; N_TYPES]; N_AGENTS],
     /// Technique masks rendered last into each info.
     techniques: [u32; N_AGENTS],
 }
@@ -91,8 +93,9 @@ impl RangeEnv {
             transition,
             scratch_f32: Vec::new(),
             scratch_i8: Vec::new(),
-            adj_keys: Default::default(),
-            key_scratch: Vec::new(),
+            adj_rows: [[0; 128]; N_AGENTS],
+            rows_scratch: [0; 128],
+            sets: [[0; N_TYPES]; N_AGENTS],
             techniques: [u32::MAX; N_AGENTS],
         })
     }
@@ -122,14 +125,18 @@ impl RangeEnv {
         self.started = true;
         if reshape {
             self.transition = render_transition(&self.state, &self.params);
-            self.adj_keys = Default::default();
+            let hs = sim::host_sets(&self.state);
+            self.sets = sim::all_target_sets_with(&self.state, &self.params, &hs);
+            for a in 0..N_AGENTS {
+                sim::adjacency_rows(&hs, a, &mut self.adj_rows[a][..self.params.max_hosts]);
+            }
             self.techniques = [u32::MAX; N_AGENTS];
             for a in 0..N_AGENTS {
                 self.techniques[a] = technique_mask(&self.state, a);
             }
             self.transition.logs.clear();
         } else {
-            self.refresh();
+            self.refresh(true);
         }
         Ok(&self.transition)
     }
@@ -142,17 +149,30 @@ impl RangeEnv {
         if self.state.done() {
             return Err(EnvError::new("the episode is over: call reset"));
         }
-        sim::step(&mut self.state, joint, &self.params);
-        self.refresh();
+        sim::step_with_sets(&mut self.state, joint, &self.params, &self.sets);
+        self.refresh(false);
         Ok(&self.transition)
     }
 
-    /// Rewrites the transition from the state, touching only what changed.
-    fn refresh(&mut self) {
+    /// Rewrites the transition from the state, touching only what changed. `full` after a
+    /// reset (no previous step to compare with).
+    fn refresh(&mut self, full: bool) {
+        let hs = sim::host_sets(&self.state);
+        self.sets = sim::all_target_sets_with(&self.state, &self.params, &hs);
+        let sets = &self.sets;
         let params = &self.params;
         let state = &self.state;
         let done_t = state.terminated;
         let done_u = state.truncated;
+        // The lines that became visible this step are the newest of the buffer.
+        let fresh = state.last.new_logs.len().min(state.siem.buffer.len());
+        let new_line_subnets = state
+            .siem
+            .buffer
+            .iter()
+            .rev()
+            .take(fresh)
+            .fold(0u8, |m, l| m | 1 << l.subnet);
         // clone_from reuses the strings' allocations.
         self.transition.logs.clone_from(&state.last.new_logs);
         for (a, name) in AGENTS.iter().enumerate() {
@@ -171,13 +191,15 @@ impl RangeEnv {
             update_f32(o.get_mut("obs").expect("obs"), &self.scratch_f32);
             // action_mask
             self.scratch_i8.resize(params.mask_len(), 0);
-            obs::write_mask(state, params, a, &mut self.scratch_i8);
+            sim::write_mask_with(state, params, a, &sets[a], &mut self.scratch_i8);
             update_i8(o.get_mut("action_mask").expect("mask"), &self.scratch_i8);
-            // siem_embedding (red's is constant zeros)
             if a != RED {
-                self.scratch_f32.resize(crate::siem::EMBED_DIM, 0.0);
-                obs::write_embedding(state, params, a, &mut self.scratch_f32);
-                update_f32(o.get_mut("siem_embedding").expect("siem"), &self.scratch_f32);
+                // The buffer changes only when lines become visible, and those are new logs.
+                if full || new_line_subnets & crate::sim::BLUE_SUBNETS[a] != 0 {
+                    self.scratch_f32.resize(crate::siem::EMBED_DIM, 0.0);
+                    obs::write_embedding(state, params, a, &mut self.scratch_f32);
+                    update_f32(o.get_mut("siem_embedding").expect("siem"), &self.scratch_f32);
+                }
                 self.scratch_f32.resize(params.max_hosts, 0.0);
                 obs::write_comm(state, &mut self.scratch_f32);
                 update_f32(o.get_mut("blue_comm").expect("comm"), &self.scratch_f32);
@@ -188,32 +210,56 @@ impl RangeEnv {
             if params.pcap {
                 update_f32(o.get_mut("pcap").expect("pcap"), &state.pcap);
             }
-            // adj_matrix: only when its inputs moved (blue agents share one key computation).
+            // adj_matrix: row bitsets are compared with the last rendered ones and only
+            // changed rows are rewritten (blue agents share one computation).
             if a == 0 || a == RED {
-                obs::adj_key(state, a, &mut self.key_scratch);
+                sim::adjacency_rows(&hs, a, &mut self.rows_scratch[..params.max_hosts]);
             }
-            if self.key_scratch != self.adj_keys[a] {
+            let prev = &mut self.adj_rows[a];
+            if full || prev[..params.max_hosts] != self.rows_scratch[..params.max_hosts] {
                 let arr = o.get_mut("adj_matrix").expect("adj");
                 if let ArrayData::F32(v) = arr.data_mut() {
-                    obs::write_adj(state, params, a, v);
+                    obs::write_adj_changed(
+                        params,
+                        v,
+                        &self.rows_scratch[..params.max_hosts],
+                        (!full).then_some(&prev[..params.max_hosts]),
+                    );
                 }
-                self.adj_keys[a].clone_from(&self.key_scratch);
+                prev.copy_from_slice(&self.rows_scratch);
             }
-            // info, in place.
-            let info = &mut step.info;
+            // info, in place: items come in key order, as the map iterates.
             let techniques = &mut self.techniques[a];
+            let Value::Object(map) = &mut step.info else {
+                step.info = obs::info_value(state, params, a);
+                continue;
+            };
+            let mut slots = map.iter_mut();
+            let mut in_step = true;
             obs::info_items(state, params, a, |k, v| {
-                if let InfoValue::Techniques(mask) = v {
-                    if *techniques == mask {
-                        return;
+                let slot = if in_step { slots.next() } else { None };
+                match slot {
+                    Some((key, slot)) if key == k => {
+                        if let InfoValue::Techniques(mask) = v {
+                            if *techniques == mask {
+                                return;
+                            }
+                            *techniques = mask;
+                        }
+                        let v = v.to_value();
+                        if *slot != v {
+                            *slot = v;
+                        }
                     }
-                    *techniques = mask;
+                    _ => in_step = false,
                 }
-                set_info(info, k, v.to_value());
             });
+            if !in_step {
+                step.info = obs::info_value(state, params, a);
+                *techniques = technique_mask(state, a);
+            }
         }
     }
-
 }
 
 fn technique_mask(state: &State, agent: usize) -> u32 {
@@ -221,21 +267,6 @@ fn technique_mask(state: &State, agent: usize) -> u32 {
         state.metrics.red_techniques
     } else {
         state.metrics.seen_techniques[agent]
-    }
-}
-
-fn set_info(info: &mut Value, key: &str, v: Value) {
-    if let Value::Object(map) = info {
-        match map.get_mut(key) {
-            Some(slot) => {
-                if *slot != v {
-                    *slot = v;
-                }
-            }
-            None => {
-                map.insert(key.to_string(), v);
-            }
-        }
     }
 }
 

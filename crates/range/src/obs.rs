@@ -131,34 +131,30 @@ pub fn write_embedding(state: &State, params: &Params, agent: usize, out: &mut [
     out.copy_from_slice(&acc);
 }
 
-/// What `adj_matrix` depends on, one byte per slot: when this is unchanged the matrix is too.
-pub fn adj_key(state: &State, agent: usize, key: &mut Vec<u8>) {
-    key.clear();
-    for h in &state.hosts {
-        let mut b = u8::from(h.up()) | u8::from(h.blocked) << 1 | (h.subnet << 2);
-        if agent == RED {
-            b |= u8::from(h.discovered) << 5;
+/// Rewrites the rows of `adj_matrix` that differ between `prev` and `rows` (all rows when
+/// `prev` is `None`).
+pub fn write_adj_changed(params: &Params, out: &mut [f32], rows: &[u128], prev: Option<&[u128]>) {
+    let n = params.max_hosts;
+    for (i, &r) in rows.iter().enumerate().take(n) {
+        if prev.is_some_and(|p| p[i] == r) {
+            continue;
         }
-        key.push(b);
+        let row = &mut out[i * n..(i + 1) * n];
+        row.fill(0.0);
+        let mut bits = r;
+        while bits != 0 {
+            row[bits.trailing_zeros() as usize] = 1.0;
+            bits &= bits - 1;
+        }
     }
 }
 
 /// `adj_matrix`: `[i * max_hosts + j] = 1` when slot i reaches slot j; red sees only pairs it
 /// discovered.
 pub fn write_adj(state: &State, params: &Params, agent: usize, out: &mut [f32]) {
-    out.fill(0.0);
-    let n = params.max_hosts;
-    let seen = |h: &topology::Host| h.active && (agent != RED || h.discovered);
-    for (i, a) in state.hosts.iter().enumerate() {
-        if !seen(a) || !a.up() {
-            continue;
-        }
-        for (j, b) in state.hosts.iter().enumerate() {
-            if i != j && seen(b) && topology::reaches(a, b) {
-                out[i * n + j] = 1.0;
-            }
-        }
-    }
+    let mut rows = [0u128; 128];
+    sim::adjacency_rows(&sim::host_sets(state), agent, &mut rows[..params.max_hosts]);
+    write_adj_changed(params, out, &rows[..params.max_hosts], None);
 }
 
 pub fn write_delta(state: &State, out: &mut [f32]) {
@@ -230,49 +226,48 @@ pub fn info_items(state: &State, params: &Params, agent: usize, mut f: impl FnMu
     } else {
         m.seen_techniques[agent]
     };
-    f("false_positives", Int(own(&m.false_positives)));
-    f("successful_exploits", Int(i64::from(m.successful_exploits)));
-    f("hosts_isolated", Int(own(&m.hosts_isolated)));
-    f("services_restored", Int(own(&m.services_restored)));
-    f("agent_energy", Float(state.agents[agent].energy));
-    f("active_hosts", Int(active));
-    f("compromised_hosts", Int(compromised));
-    f("isolated_hosts", Int(isolated));
-    f(
-        "SLA_Uptime_Percentage",
-        Float(if m.uptime_ticks == 0 {
-            100.0
-        } else {
-            100.0 * m.uptime_sum / m.uptime_ticks as f64
-        }),
-    );
+    let sla = if m.uptime_ticks == 0 {
+        100.0
+    } else {
+        100.0 * m.uptime_sum / m.uptime_ticks as f64
+    };
+    // Emitted in key byte order (a test checks), so the wrapper updates a map in one pass.
     f("MTTC", Float(ratio(m.containment_ticks as f64, f64::from(m.contained))));
+    f("SLA_Uptime_Percentage", Float(sla));
     f("Total_Exfiltrated_Data", Float(state.red.exfiltrated_mb));
-    f("deception_hits", Int(i64::from(m.deception_hits)));
-    f(
-        "deception_efficacy",
-        Float(ratio(f64::from(m.deception_hits), f64::from(m.red_completed))),
-    );
+    f("active_hosts", Int(active));
+    f("agent_energy", Float(state.agents[agent].energy));
     f(
         "attack_coverage",
         Float(f64::from(m.red_techniques.count_ones()) / (RED_KINDS.len() - 1) as f64),
     );
+    f("attack_techniques", Techniques(techniques));
+    f("blue_score", Float(blue_score));
+    f("compromised_hosts", Int(compromised));
+    f("containment_time", Int(m.containment_ticks as i64));
+    f(
+        "deception_efficacy",
+        Float(ratio(f64::from(m.deception_hits), f64::from(m.red_completed))),
+    );
+    f("deception_hits", Int(i64::from(m.deception_hits)));
+    f("delta_t", Int(dt as i64));
+    f("delta_t_norm", Float(dt as f64 / 50.0));
     f(
         "detection_rate",
         Float(ratio(f64::from(m.compromises_detected), f64::from(m.compromises))),
     );
-    f("containment_time", Int(m.containment_ticks as i64));
-    f("blue_score", Float(blue_score));
-    f("red_score", Float(m.score[RED]));
+    f("false_positives", Int(own(&m.false_positives)));
+    f("hosts_isolated", Int(own(&m.hosts_isolated)));
+    f("invalid_action", Bool(state.last.invalid[agent]));
+    f("isolated_hosts", Int(isolated));
     f(
         "normalized_reward",
         Float(libm::tanh(reward / params.scenario.reward_scale())),
     );
-    f("delta_t", Int(dt as i64));
-    f("delta_t_norm", Float(dt as f64 / 50.0));
+    f("red_score", Float(m.score[RED]));
+    f("services_restored", Int(own(&m.services_restored)));
+    f("successful_exploits", Int(i64::from(m.successful_exploits)));
     f("target_ip_index", Int(state.last.target[agent]));
-    f("attack_techniques", Techniques(techniques));
-    f("invalid_action", Bool(state.last.invalid[agent]));
     f("tick", Int(state.tick as i64));
 }
 

@@ -328,10 +328,12 @@ pub fn fnv1a(bytes: &[u8]) -> u32 {
 }
 
 /// Tokens are maximal runs of `[A-Za-z0-9._-]`; tokens starting with a digit (timestamps,
-/// addresses, ports, record ids) are skipped, so the encoding says what happened, not when.
+/// addresses, ports, record ids) are skipped, so the encoding says what happened, not when,
+/// except the number right after `EventID` (which event it is).
 pub fn features(text: &str) -> Vec<u8> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(32);
+    let mut prev_event_id = false;
     let is_tok = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-';
     let mut i = 0;
     while i < bytes.len() {
@@ -343,10 +345,12 @@ pub fn features(text: &str) -> Vec<u8> {
         while i < bytes.len() && is_tok(bytes[i]) {
             i += 1;
         }
-        if bytes[start].is_ascii_digit() {
+        let tok = &bytes[start..i];
+        let after_id = std::mem::replace(&mut prev_event_id, tok == b"EventID");
+        if tok[0].is_ascii_digit() && !after_id {
             continue;
         }
-        let h = fnv1a(&bytes[start..i]);
+        let h = fnv1a(tok);
         out.push(((h & 0x7f) as u8) | (((h >> 31) as u8) << 7));
     }
     out
@@ -427,6 +431,8 @@ mod tests {
         // Data, Name, Image, nmap.exe, Data; numbers skipped.
         assert_eq!(f.len(), 5);
         assert_eq!(f[0], f[4]);
+        let g = features("<EventID>4624</EventID>");
+        assert_eq!(g.len(), 3);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::siem::{self, LineCtx, LogLine, Siem};
 use crate::topology::{self, Host, CORPORATE, DMZ, GUEST, NONE, OT, SECURE};
 use crate::{N_AGENTS, N_TYPES, RED};
 
+
 /// Subnets each blue agent defends (bit per subnet): blue_dmz DMZ + Guest, blue_internal
 /// Corporate, blue_restricted Secure + OT.
 pub const BLUE_SUBNETS: [u8; 3] = [
@@ -207,7 +208,7 @@ pub fn reset(seed: u64, params: &Params) -> State {
 // Validity: bitsets over host slots (max_hosts <= 124 < 128).
 
 /// Host-slot sets describing the state, computed in one pass.
-struct HostSets {
+pub struct HostSets {
     active: u128,
     up: u128,
     blocked: u128,
@@ -231,7 +232,7 @@ struct HostSets {
     comm: u128,
 }
 
-fn host_sets(state: &State) -> HostSets {
+pub fn host_sets(state: &State) -> HostSets {
     let mut s = HostSets {
         active: 0,
         up: 0,
@@ -261,41 +262,32 @@ fn host_sets(state: &State) -> HostSets {
         if !h.active {
             continue;
         }
+        // Branch-free accumulation: each flag contributes `b` or 0.
+        let m = |c: bool| b & (c as u128).wrapping_neg();
         s.active |= b;
-        let flags = [
-            (h.up(), &mut s.up),
-            (h.blocked, &mut s.blocked),
-            (h.discovered, &mut s.discovered),
-            (h.scanned, &mut s.scanned),
-            (h.privilege == 1, &mut s.user),
-            (h.privilege == 2, &mut s.root),
-            (topology::is_windows(h.os), &mut s.windows),
-            (h.plc, &mut s.plc),
-            (h.edr, &mut s.edr),
-            (h.persistent, &mut s.persistent),
-            (h.encrypted, &mut s.encrypted),
-            (h.isolated, &mut s.isolated),
-            (h.restoring, &mut s.restoring),
-            (h.honeytoken, &mut s.honeytoken),
-            (h.decoy, &mut s.decoy),
-            (state.comm.get(i).is_some_and(|c| *c != 0.0), &mut s.comm),
-        ];
-        for (cond, set) in flags {
-            if cond {
-                *set |= b;
-            }
-        }
+        s.up |= m(h.online && !h.isolated && !h.restoring);
+        s.blocked |= m(h.blocked);
+        s.discovered |= m(h.discovered);
+        s.scanned |= m(h.scanned);
+        s.user |= m(h.privilege == 1);
+        s.root |= m(h.privilege == 2);
+        s.windows |= m(topology::is_windows(h.os));
+        s.plc |= m(h.plc);
+        s.edr |= m(h.edr);
+        s.persistent |= m(h.persistent);
+        s.encrypted |= m(h.encrypted);
+        s.isolated |= m(h.isolated);
+        s.restoring |= m(h.restoring);
+        s.honeytoken |= m(h.honeytoken);
+        s.decoy |= m(h.decoy);
+        s.comm |= m(state.comm.get(i).is_some_and(|c| *c != 0.0));
         for svc in &h.services {
             let ex = topology::SERVICES[svc.kind as usize].exploit;
             if ex < 4 {
                 s.exploit_svc[ex] |= b;
             }
-            if svc.kind == 0 {
-                s.smb |= b;
-            }
-            if !svc.patched {
-                s.unpatched |= b;
-            }
+            s.smb |= m(svc.kind == 0);
+            s.unpatched |= m(!svc.patched);
         }
     }
     s
@@ -332,15 +324,89 @@ fn red_reachable(state: &State, s: &HostSets) -> u128 {
 /// For each action type of `agent`, the slots where it is valid ignoring energy and
 /// in-flight limits (the "situation" part of validity).
 pub fn target_sets(state: &State, params: &Params, agent: usize, out: &mut [u128; N_TYPES]) {
-    *out = [0; N_TYPES];
     let s = host_sets(state);
+    target_sets_with(state, params, &s, agent, out);
+}
+
+/// [`target_sets`] for every agent, sharing one pass over the hosts.
+pub fn all_target_sets(state: &State, params: &Params) -> [[u128; N_TYPES]; N_AGENTS] {
+    all_target_sets_with(state, params, &host_sets(state))
+}
+
+/// [`all_target_sets`] from precomputed [`host_sets`].
+pub fn all_target_sets_with(
+    state: &State,
+    params: &Params,
+    s: &HostSets,
+) -> [[u128; N_TYPES]; N_AGENTS] {
+    let mut out = [[0u128; N_TYPES]; N_AGENTS];
+    for (a, sets) in out.iter_mut().enumerate() {
+        target_sets_with(state, params, s, a, sets);
+    }
+    out
+}
+
+/// Reachability rows as slot bitsets (`rows[i]` bit j: slot i reaches slot j), restricted to
+/// the slots `agent` sees (red: what it discovered). Same rule as [`topology::reaches`].
+pub fn adjacency_rows(s: &HostSets, agent: usize, rows: &mut [u128]) {
+    rows.fill(0);
+    let seen = if agent == RED {
+        s.active & s.discovered
+    } else {
+        s.active
+    };
+    let open = s.up & !s.blocked;
+    let mut cross = [0u128; 5];
+    for (from, c) in cross.iter_mut().enumerate() {
+        for to in 0..5u8 {
+            if to as usize != from && topology::subnet_reaches(from, to) {
+                *c |= open & s.subnet[to as usize];
+            }
+        }
+    }
+    for from in 0..5 {
+        let members = s.subnet[from] & s.up & seen;
+        let same = s.up & s.subnet[from] & seen;
+        let far = cross[from] & seen;
+        let mut bits = members;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let mut r = same;
+            if s.blocked & (1 << i) == 0 {
+                r |= far;
+            }
+            rows[i] = r & !(1u128 << i);
+        }
+    }
+}
+
+/// Like [`step`], with the target sets of the current state already computed (the wrapper
+/// has them from rendering the masks; nothing changes the state in between).
+pub fn step_with_sets(
+    state: &mut State,
+    actions: &JointAction,
+    params: &Params,
+    sets: &[[u128; N_TYPES]; N_AGENTS],
+) {
+    step_inner(state, actions, params, Some(sets));
+}
+
+fn target_sets_with(
+    state: &State,
+    params: &Params,
+    s: &HostSets,
+    agent: usize,
+    out: &mut [u128; N_TYPES],
+) {
+    *out = [0; N_TYPES];
     let all = if params.max_hosts >= 128 {
         u128::MAX
     } else {
         (1u128 << params.max_hosts) - 1
     };
     if agent == RED {
-        let reach = red_reachable(state, &s);
+        let reach = red_reachable(state, s);
         let known = s.discovered & s.active;
         let session = (s.user | s.root) & s.up;
         let root = s.root & s.up;
@@ -444,6 +510,17 @@ pub fn can_start(state: &State, params: &Params, agent: usize, kind: usize) -> b
 pub fn write_mask(state: &State, params: &Params, agent: usize, mask: &mut [i8]) {
     let mut sets = [0u128; N_TYPES];
     target_sets(state, params, agent, &mut sets);
+    write_mask_with(state, params, agent, &sets, mask);
+}
+
+/// [`write_mask`] from precomputed [`target_sets`].
+pub fn write_mask_with(
+    state: &State,
+    params: &Params,
+    agent: usize,
+    sets: &[u128; N_TYPES],
+    mask: &mut [i8],
+) {
     mask.fill(0);
     mask[0] = 1;
     let mut hosts = 0u128;
@@ -462,6 +539,19 @@ pub fn write_mask(state: &State, params: &Params, agent: usize, mask: &mut [i8])
 
 /// Whether `(kind, target)` is a valid action of `agent` now.
 pub fn is_valid(state: &State, params: &Params, agent: usize, act: AgentAction) -> bool {
+    let mut sets = [0u128; N_TYPES];
+    target_sets(state, params, agent, &mut sets);
+    is_valid_with(state, params, agent, &sets, act)
+}
+
+/// [`is_valid`] from precomputed [`target_sets`].
+pub fn is_valid_with(
+    state: &State,
+    params: &Params,
+    agent: usize,
+    sets: &[u128; N_TYPES],
+    act: AgentAction,
+) -> bool {
     if act.kind == 0 {
         return true;
     }
@@ -475,8 +565,6 @@ pub fn is_valid(state: &State, params: &Params, agent: usize, act: AgentAction) 
     if state.done() || !can_start(state, params, agent, kind) {
         return false;
     }
-    let mut sets = [0u128; N_TYPES];
-    target_sets(state, params, agent, &mut sets);
     (sets[kind] >> act.target) & 1 == 1
 }
 
@@ -568,6 +656,15 @@ struct Events {
 /// the start of the step (so the masks shown are exactly what is accepted), started, and the
 /// clock runs to the next completion (at least one tick). Does nothing once the episode is over.
 pub fn step(state: &mut State, actions: &JointAction, params: &Params) {
+    step_inner(state, actions, params, None);
+}
+
+fn step_inner(
+    state: &mut State,
+    actions: &JointAction,
+    params: &Params,
+    sets: Option<&[[u128; N_TYPES]; N_AGENTS]>,
+) {
     if state.done() {
         return;
     }
@@ -577,9 +674,17 @@ pub fn step(state: &mut State, actions: &JointAction, params: &Params) {
     let mut ev = Events::default();
 
     let mut valid = [false; N_AGENTS];
+    let fresh;
+    let sets = match sets {
+        Some(s) => s,
+        None => {
+            fresh = all_target_sets(state, params);
+            &fresh
+        }
+    };
     for (a, act) in actions.0.iter().enumerate() {
         state.last.target[a] = if act.kind == 0 { -1 } else { act.target };
-        valid[a] = is_valid(state, params, a, *act);
+        valid[a] = is_valid_with(state, params, a, &sets[a], *act);
         state.last.invalid[a] = !valid[a];
     }
     for (a, act) in actions.0.iter().enumerate() {
