@@ -38,7 +38,7 @@ pub mod sim;
 pub mod topology;
 pub mod value;
 
-pub use env::{factory, RangeEnv, RangeFactory};
+pub use env::{factory, render_transition, RangeEnv, RangeFactory};
 pub use error::RangeError;
 pub use params::{scenarios, ExploitRates, Params, Scenario, PRESETS, SCENARIOS};
 pub use rng::Rng;

@@ -49,6 +49,19 @@ fn pick(rng: &mut Rng, bits: &[i8]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// The set's `(k mod popcount)`-th member alone (so a policy rotates through its targets).
+fn nth_bit(set: u128, k: u64) -> u128 {
+    let n = u64::from(set.count_ones());
+    if n == 0 {
+        return 0;
+    }
+    let mut s = set;
+    for _ in 0..k % n {
+        s &= s - 1;
+    }
+    s & s.wrapping_neg()
+}
+
 fn first(set: u128) -> Option<i64> {
     (set != 0).then(|| i64::from(set.trailing_zeros()))
 }
@@ -69,44 +82,51 @@ pub fn scripted_action(state: &State, params: &Params, agent: usize) -> AgentAct
         })
     };
     if agent == RED {
+        // Rest until an exploit is affordable rather than bleed energy on cheap actions.
+        if state.agents[RED].energy < 6.0 && state.agents[RED].in_flight == 0 {
+            return AgentAction::default();
+        }
         let unscanned = state
             .hosts
             .iter()
             .enumerate()
             .filter(|(_, h)| !h.scanned)
             .fold(0u128, |m, (i, _)| m | 1 << i);
-        let mut order = vec![R_KINETIC, R_PRIV_ESC];
+        let no_creds = state
+            .hosts
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.subnet < 5 && state.red.creds & (1 << h.subnet) == 0)
+            .fold(0u128, |m, (i, _)| m | 1 << i);
+        let k = state.steps;
+        let exploits = [R_ETERNAL_BLUE, R_HTTP_RFI, R_REMOTE_SERVICE, R_BLUE_KEEP];
+        let mut order: Vec<(usize, u128)> = vec![
+            (R_KINETIC, sets[R_KINETIC]),
+            (R_PRIV_ESC, sets[R_PRIV_ESC]),
+        ];
         match params.scenario {
-            Scenario::Ransomware => order.push(R_RANSOMWARE),
-            Scenario::AptEspionage => order.extend([R_PERSISTENCE, R_EXFILTRATE]),
+            Scenario::Ransomware => order.push((R_RANSOMWARE, sets[R_RANSOMWARE])),
+            Scenario::AptEspionage => order.push((R_PERSISTENCE, sets[R_PERSISTENCE])),
             _ => {}
         }
-        let rotate = (state.steps % 4) as usize;
-        let exploits = [R_ETERNAL_BLUE, R_HTTP_RFI, R_REMOTE_SERVICE, R_BLUE_KEEP];
-        order.extend([R_DUMP_LSASS, R_LATERAL_SMB, R_PASS_THE_TICKET]);
-        order.extend((0..4).map(|i| exploits[(i + rotate) % 4]));
-        for kind in order {
-            if let Some(a) = choose(kind, sets[kind]) {
+        if k % 3 == 0 {
+            order.push((R_DISCOVERY, sets[R_DISCOVERY]));
+        }
+        order.push((R_SCAN, sets[R_SCAN] & unscanned));
+        order.push((R_DUMP_LSASS, sets[R_DUMP_LSASS] & no_creds));
+        order.push((R_LATERAL_SMB, sets[R_LATERAL_SMB]));
+        order.push((R_PASS_THE_TICKET, sets[R_PASS_THE_TICKET]));
+        for i in 0..4 {
+            let e = exploits[(i + k as usize) % 4];
+            order.push((e, sets[e]));
+        }
+        order.push((R_DISCOVERY, sets[R_DISCOVERY]));
+        order.push((R_EXFILTRATE, sets[R_EXFILTRATE]));
+        order.push((R_PHISHING, sets[R_PHISHING]));
+        for (kind, set) in order {
+            if let Some(a) = choose(kind, nth_bit(set, k)) {
                 return a;
             }
-        }
-        if let Some(a) = choose(R_SCAN, sets[R_SCAN] & unscanned) {
-            return a;
-        }
-        let sessions = sets[R_DISCOVERY];
-        if sessions != 0 && state.steps % 3 == 0 {
-            let n = sessions.count_ones() as u64;
-            let k = (state.steps / 3) % n;
-            let mut s = sessions;
-            for _ in 0..k {
-                s &= s - 1;
-            }
-            if let Some(a) = choose(R_DISCOVERY, s & s.wrapping_neg()) {
-                return a;
-            }
-        }
-        if let Some(a) = choose(R_PHISHING, sets[R_PHISHING]) {
-            return a;
         }
         return AgentAction::default();
     }
@@ -138,17 +158,8 @@ pub fn scripted_action(state: &State, params: &Params, agent: usize) -> AgentAct
             return a;
         }
     }
-    let hosts = sets[B_MONITOR];
-    if hosts != 0 {
-        let n = u64::from(hosts.count_ones());
-        let k = state.steps % n;
-        let mut s = hosts;
-        for _ in 0..k {
-            s &= s - 1;
-        }
-        if let Some(a) = choose(B_MONITOR, s & s.wrapping_neg()) {
-            return a;
-        }
+    if let Some(a) = choose(B_MONITOR, nth_bit(sets[B_MONITOR], state.steps)) {
+        return a;
     }
     AgentAction::default()
 }

@@ -121,6 +121,8 @@ pub struct StepOut {
     pub delta_ticks: u64,
     /// SIEM lines that became visible during the step (including `[INCIDENT]` lines).
     pub new_logs: Vec<String>,
+    /// Subnets (bit per subnet) whose lines were pushed out of the rolling buffer this step.
+    pub evicted_subnets: u8,
 }
 
 /// Everything an episode depends on.
@@ -669,6 +671,7 @@ fn step_inner(
         return;
     }
     state.last.new_logs.clear();
+    state.last.evicted_subnets = 0;
     state.last.rewards = [0.0; N_AGENTS];
     state.last.invalid = [false; N_AGENTS];
     let mut ev = Events::default();
@@ -1317,7 +1320,9 @@ fn release_logs(state: &mut State, params: &Params) {
 
 fn push_buffer(state: &mut State, params: &Params, line: LogLine) {
     if state.siem.buffer.len() >= params.log_buffer {
-        state.siem.buffer.pop_front();
+        if let Some(old) = state.siem.buffer.pop_front() {
+            state.last.evicted_subnets |= 1 << old.subnet;
+        }
     }
     state.siem.buffer.push_back(line);
 }
