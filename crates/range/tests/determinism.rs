@@ -259,17 +259,24 @@ fn masked_actions_are_flagged_no_ops_and_valid_actions_are_unmasked() {
             for a in 0..N_AGENTS {
                 let m = &masks[a];
                 // Soundness: every valid action is inside the mask.
+                let mut sets = [0u128; N_TYPES];
+                sim::target_sets(&st, &p, a, &mut sets);
                 for kind in 1..N_TYPES {
                     for t in 0..p.max_hosts {
                         let act = AgentAction {
                             kind: kind as i64,
                             target: t as i64,
                         };
-                        if sim::is_valid(&st, &p, a, act) {
+                        if sim::is_valid_with(&st, &p, a, &sets, act) {
                             assert!(m[kind] == 1 && m[N_TYPES + t] == 1);
                         }
                     }
                 }
+                let act = j.0[a];
+                assert_eq!(
+                    sim::is_valid(&st, &p, a, act),
+                    sim::is_valid_with(&st, &p, a, &sets, act)
+                );
                 if n % 6 != 0 {
                     continue;
                 }
