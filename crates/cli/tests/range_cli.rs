@@ -16,8 +16,16 @@ fn stdout(o: &Output) -> String {
 #[test]
 fn run_prints_one_summary_per_episode_and_replays_across_processes() {
     let args = [
-        "range", "run", "--scenario", "ransomware", "--seed", "3", "--preset", "easy",
-        "--episodes", "2",
+        "range",
+        "run",
+        "--scenario",
+        "ransomware",
+        "--seed",
+        "3",
+        "--preset",
+        "easy",
+        "--episodes",
+        "2",
     ];
     let a = lockstep(&args);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
@@ -32,18 +40,36 @@ fn run_prints_one_summary_per_episode_and_replays_across_processes() {
     assert_eq!(text, stdout(&b));
     // Episode k runs seed + k: a run starting at seed 4 replays episode 1.
     let c = lockstep(&[
-        "range", "run", "--scenario", "ransomware", "--seed", "4", "--preset", "easy",
+        "range",
+        "run",
+        "--scenario",
+        "ransomware",
+        "--seed",
+        "4",
+        "--preset",
+        "easy",
     ]);
     let first_c = stdout(&c).lines().nth(1).unwrap().to_string();
-    assert_eq!(episodes[1], first_c.replace("episode 0 seed 4", "episode 1 seed 4"));
+    assert_eq!(
+        episodes[1],
+        first_c.replace("episode 0 seed 4", "episode 1 seed 4")
+    );
     assert_ne!(episodes[0].split(':').nth(1), episodes[1].split(':').nth(1));
 }
 
 #[test]
 fn scripted_policy_and_max_ticks() {
     let o = lockstep(&[
-        "range", "run", "--scenario", "ot_stuxnet", "--seed", "0", "--policy", "scripted",
-        "--max-ticks", "50",
+        "range",
+        "run",
+        "--scenario",
+        "ot_stuxnet",
+        "--seed",
+        "0",
+        "--policy",
+        "scripted",
+        "--max-ticks",
+        "50",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = stdout(&o);
@@ -55,8 +81,26 @@ fn scripted_policy_and_max_ticks() {
 fn bad_input_is_an_error_with_exit_2() {
     for args in [
         &["range", "run", "--scenario", "nope", "--seed", "1"][..],
-        &["range", "run", "--scenario", "iot_grid", "--seed", "1", "--preset", "insane"][..],
-        &["range", "run", "--scenario", "iot_grid", "--seed", "1", "--max-ticks", "0"][..],
+        &[
+            "range",
+            "run",
+            "--scenario",
+            "iot_grid",
+            "--seed",
+            "1",
+            "--preset",
+            "insane",
+        ][..],
+        &[
+            "range",
+            "run",
+            "--scenario",
+            "iot_grid",
+            "--seed",
+            "1",
+            "--max-ticks",
+            "0",
+        ][..],
         &["range", "bench", "--scenario", "nope"][..],
     ] {
         let o = lockstep(args);
@@ -69,7 +113,14 @@ fn bad_input_is_an_error_with_exit_2() {
 #[test]
 fn bench_prints_steps_per_second_last() {
     let o = lockstep(&[
-        "range", "bench", "--scenario", "apt_espionage", "--seconds", "0.2", "--preset", "easy",
+        "range",
+        "bench",
+        "--scenario",
+        "apt_espionage",
+        "--seconds",
+        "0.2",
+        "--preset",
+        "easy",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = stdout(&o);

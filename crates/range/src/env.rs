@@ -199,7 +199,10 @@ impl RangeEnv {
                 if full || new_line_subnets & crate::sim::BLUE_SUBNETS[a] != 0 {
                     self.scratch_f32.resize(crate::siem::EMBED_DIM, 0.0);
                     obs::write_embedding(state, params, a, &mut self.scratch_f32);
-                    update_f32(o.get_mut("siem_embedding").expect("siem"), &self.scratch_f32);
+                    update_f32(
+                        o.get_mut("siem_embedding").expect("siem"),
+                        &self.scratch_f32,
+                    );
                 }
                 self.scratch_f32.resize(params.max_hosts, 0.0);
                 obs::write_comm(state, &mut self.scratch_f32);
@@ -406,7 +409,10 @@ pub fn params_from_options(base: &Params, options: &Value) -> Result<Params, Ran
     };
     for k in map.keys() {
         if k != "preset" && k != "params" {
-            return Err(bad(&format!("/{k}"), "unknown option (known: preset, params)"));
+            return Err(bad(
+                &format!("/{k}"),
+                "unknown option (known: preset, params)",
+            ));
         }
     }
     let mut params = match map.get("preset") {
@@ -418,7 +424,10 @@ pub fn params_from_options(base: &Params, options: &Value) -> Result<Params, Ran
         None | Some(Value::Null) => {}
         Some(Value::Object(over)) => {
             if over.contains_key("scenario") {
-                return Err(bad("/params/scenario", "the scenario is fixed by the env id"));
+                return Err(bad(
+                    "/params/scenario",
+                    "the scenario is fixed by the env id",
+                ));
             }
             let mut json = serde_json::to_value(&params).expect("params serialise");
             let over = to_json(&Value::Object(over.clone()))

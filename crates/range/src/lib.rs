@@ -46,7 +46,12 @@ pub use sampler::{scripted_action, ActionSampler};
 pub use sim::{reset, step, AgentAction, JointAction, State};
 
 /// Agents, sorted by name (the order of every per-agent array in the core).
-pub const AGENTS: [&str; N_AGENTS] = ["blue_dmz", "blue_internal", "blue_restricted", "red_operator"];
+pub const AGENTS: [&str; N_AGENTS] = [
+    "blue_dmz",
+    "blue_internal",
+    "blue_restricted",
+    "red_operator",
+];
 pub const N_AGENTS: usize = 4;
 /// Index of `red_operator` in [`AGENTS`].
 pub const RED: usize = 3;

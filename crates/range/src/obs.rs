@@ -6,8 +6,8 @@ use lockstep_canon::{Map, Number, Value};
 
 use crate::actions::{BLUE, RED as RED_KINDS};
 use crate::params::Params;
-use crate::sim::{self, State, BLUE_SUBNETS, PCAP_FEATURES, PCAP_PACKETS};
 use crate::siem::{self, EMBED_DIM};
+use crate::sim::{self, State, BLUE_SUBNETS, PCAP_FEATURES, PCAP_PACKETS};
 use crate::topology;
 use crate::{N_AGENTS, RED};
 
@@ -18,7 +18,13 @@ const HEADER: usize = 8;
 
 /// Observation keys of an agent, sorted.
 pub fn keys(params: &Params, agent: usize) -> Vec<&'static str> {
-    let mut k = vec!["action_mask", "adj_matrix", "delta_t", "obs", "siem_embedding"];
+    let mut k = vec![
+        "action_mask",
+        "adj_matrix",
+        "delta_t",
+        "obs",
+        "siem_embedding",
+    ];
     if agent != RED {
         k.push("blue_comm");
     }
@@ -102,7 +108,11 @@ pub fn write_obs(state: &State, params: &Params, agent: usize, out: &mut [f32]) 
             continue;
         }
         out[k] = (i + 1) as f32 / params.max_hosts as f32;
-        out[k + 1] = if agent == RED { red_code(h) } else { blue_code(h) };
+        out[k + 1] = if agent == RED {
+            red_code(h)
+        } else {
+            blue_code(h)
+        };
         k += 2;
     }
 }
@@ -193,7 +203,11 @@ impl InfoValue {
                     .collect();
                 ids.sort_unstable();
                 ids.dedup();
-                Value::Array(ids.into_iter().map(|s| Value::String(s.to_string())).collect())
+                Value::Array(
+                    ids.into_iter()
+                        .map(|s| Value::String(s.to_string()))
+                        .collect(),
+                )
             }
         }
     }
@@ -201,7 +215,12 @@ impl InfoValue {
 
 /// Calls `f` for every info entry of `agent`. Counters that belong to one blue agent
 /// (false_positives, hosts_isolated, services_restored) are its own; red sees blue's totals.
-pub fn info_items(state: &State, params: &Params, agent: usize, mut f: impl FnMut(&'static str, InfoValue)) {
+pub fn info_items(
+    state: &State,
+    params: &Params,
+    agent: usize,
+    mut f: impl FnMut(&'static str, InfoValue),
+) {
     use InfoValue::*;
     let m = &state.metrics;
     let own = |v: &[u32; N_AGENTS]| -> i64 {
@@ -232,7 +251,10 @@ pub fn info_items(state: &State, params: &Params, agent: usize, mut f: impl FnMu
         100.0 * m.uptime_sum / m.uptime_ticks as f64
     };
     // Emitted in key byte order (a test checks), so the wrapper updates a map in one pass.
-    f("MTTC", Float(ratio(m.containment_ticks as f64, f64::from(m.contained))));
+    f(
+        "MTTC",
+        Float(ratio(m.containment_ticks as f64, f64::from(m.contained))),
+    );
     f("SLA_Uptime_Percentage", Float(sla));
     f("Total_Exfiltrated_Data", Float(state.red.exfiltrated_mb));
     f("active_hosts", Int(active));
@@ -247,14 +269,20 @@ pub fn info_items(state: &State, params: &Params, agent: usize, mut f: impl FnMu
     f("containment_time", Int(m.containment_ticks as i64));
     f(
         "deception_efficacy",
-        Float(ratio(f64::from(m.deception_hits), f64::from(m.red_completed))),
+        Float(ratio(
+            f64::from(m.deception_hits),
+            f64::from(m.red_completed),
+        )),
     );
     f("deception_hits", Int(i64::from(m.deception_hits)));
     f("delta_t", Int(dt as i64));
     f("delta_t_norm", Float(dt as f64 / 50.0));
     f(
         "detection_rate",
-        Float(ratio(f64::from(m.compromises_detected), f64::from(m.compromises))),
+        Float(ratio(
+            f64::from(m.compromises_detected),
+            f64::from(m.compromises),
+        )),
     );
     f("false_positives", Int(own(&m.false_positives)));
     f("hosts_isolated", Int(own(&m.hosts_isolated)));

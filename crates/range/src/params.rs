@@ -255,7 +255,10 @@ impl Params {
             return bad("max_hosts", "must be in 8..=124");
         }
         if self.max_active_hosts < 5 {
-            return bad("max_active_hosts", "must be at least 5 (one host per subnet)");
+            return bad(
+                "max_active_hosts",
+                "must be at least 5 (one host per subnet)",
+            );
         }
         if self.max_ticks == 0 {
             return bad("max_ticks", "must be positive");
@@ -302,10 +305,18 @@ impl Params {
         if !(self.energy_regen >= 0.0 && self.energy_regen.is_finite()) {
             return bad("energy_regen", "must be non-negative");
         }
-        if self.physics_tau.iter().any(|t| !(*t >= 1.0 && t.is_finite())) {
+        if self
+            .physics_tau
+            .iter()
+            .any(|t| !(*t >= 1.0 && t.is_finite()))
+        {
             return bad("physics_tau", "time constants must be at least 1 tick");
         }
-        if self.physics_noise.iter().any(|s| !(*s >= 0.0 && s.is_finite())) {
+        if self
+            .physics_noise
+            .iter()
+            .any(|s| !(*s >= 0.0 && s.is_finite()))
+        {
             return bad("physics_noise", "must be non-negative");
         }
         Ok(())
@@ -335,7 +346,10 @@ mod tests {
     fn presets_follow_the_table() {
         let p = Params::new(Scenario::Ransomware);
         let e = p.clone().with_preset("easy").unwrap();
-        assert_eq!((e.max_active_hosts, e.log_latency, e.max_ticks), (6, 0, 200));
+        assert_eq!(
+            (e.max_active_hosts, e.log_latency, e.max_ticks),
+            (6, 0, 200)
+        );
         let h = p.clone().with_preset("hard").unwrap();
         assert_eq!((h.dhcp_interval, h.log_latency), (40, 4));
         assert!(p.with_preset("insane").is_err());

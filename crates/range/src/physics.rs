@@ -44,8 +44,8 @@ impl Physics {
     }
 
     pub fn attack(&mut self) {
-        for i in 0..3 {
-            self.setpoint[i] += ATTACK_PUSH[i];
+        for (sp, push) in self.setpoint.iter_mut().zip(ATTACK_PUSH) {
+            *sp += push;
         }
     }
 

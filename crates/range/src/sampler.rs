@@ -100,16 +100,14 @@ pub fn scripted_action(state: &State, params: &Params, agent: usize) -> AgentAct
             .fold(0u128, |m, (i, _)| m | 1 << i);
         let k = state.steps;
         let exploits = [R_ETERNAL_BLUE, R_HTTP_RFI, R_REMOTE_SERVICE, R_BLUE_KEEP];
-        let mut order: Vec<(usize, u128)> = vec![
-            (R_KINETIC, sets[R_KINETIC]),
-            (R_PRIV_ESC, sets[R_PRIV_ESC]),
-        ];
+        let mut order: Vec<(usize, u128)> =
+            vec![(R_KINETIC, sets[R_KINETIC]), (R_PRIV_ESC, sets[R_PRIV_ESC])];
         match params.scenario {
             Scenario::Ransomware => order.push((R_RANSOMWARE, sets[R_RANSOMWARE])),
             Scenario::AptEspionage => order.push((R_PERSISTENCE, sets[R_PERSISTENCE])),
             _ => {}
         }
-        if k % 3 == 0 {
+        if k.is_multiple_of(3) {
             order.push((R_DISCOVERY, sets[R_DISCOVERY]));
         }
         order.push((R_SCAN, sets[R_SCAN] & unscanned));
@@ -143,7 +141,10 @@ pub fn scripted_action(state: &State, params: &Params, agent: usize) -> AgentAct
     if let Some(a) = choose(B_ISOLATE, sets[B_ISOLATE] & confirmed) {
         return a;
     }
-    if let Some(a) = choose(B_RESTORE, sets[B_RESTORE] & confirmed & mine(&|h| h.isolated)) {
+    if let Some(a) = choose(
+        B_RESTORE,
+        sets[B_RESTORE] & confirmed & mine(&|h| h.isolated),
+    ) {
         return a;
     }
     if let Some(a) = choose(B_ANALYSE, sets[B_ANALYSE] & alerted) {

@@ -128,26 +128,156 @@ const fn fl(
 
 /// Flavours of red actions, by action type (index 0 unused).
 pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
-    fl(&[(SysmonDns22, 1.0)], "svchost.exe", "svchost.exe -k netsvcs", 53),
-    fl(&[(SysmonDns22, 0.5), (SysmonNetwork3, 0.3), (ProcessCreate4688, 0.2)], "nltest.exe", "nltest.exe /dclist", 389),
-    fl(&[(SysmonNetwork3, 0.8), (LogonFailed4625, 0.2)], "nmap.exe", "nmap.exe -sS -p- --open", 445),
-    fl(&[(Logon4624, 0.3), (SysmonProcess1, 0.3), (SysmonNetwork3, 0.2), (ProcessCreate4688, 0.2)], "rundll32.exe", "rundll32.exe payload.dll,Start", 445),
-    fl(&[(Logon4624, 0.3), (SysmonProcess1, 0.3), (SysmonNetwork3, 0.2), (ProcessCreate4688, 0.2)], "rundll32.exe", "rundll32.exe termdd_exp.dll", 3389),
-    fl(&[(SysmonProcess1, 0.4), (SysmonNetwork3, 0.4), (ProcessCreate4688, 0.2)], "w3wp.exe", "w3wp.exe -> powershell.exe -enc SQBFAFgA", 80),
-    fl(&[(Logon4624, 0.4), (LogonFailed4625, 0.3), (SysmonNetwork3, 0.3)], "powershell.exe", "powershell.exe -enc JABjAGwA", 5985),
-    fl(&[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)], "whoami.exe", "whoami.exe /priv", 0),
-    fl(&[(SysmonProcessAccess10, 0.8), (ProcessCreate4688, 0.2)], "mimikatz.exe", "procdump.exe -ma lsass.exe", 0),
-    fl(&[(KerberosTgt4768, 0.5), (ExplicitCreds4648, 0.3), (Logon4624, 0.2)], "Rubeus.exe", "Rubeus.exe ptt /ticket:doIF", 88),
-    fl(&[(ExplicitCreds4648, 0.4), (Logon4624, 0.3), (SysmonNetwork3, 0.3)], "PSEXESVC.exe", "PsExec.exe \\\\target -s cmd.exe", 445),
-    fl(&[(SysmonProcess1, 0.5), (SysmonDns22, 0.5)], "WINWORD.EXE", "WINWORD.EXE invoice.docm -> powershell.exe", 443),
-    fl(&[(ProcessCreate4688, 0.6), (SysmonProcess1, 0.4)], "schtasks.exe", "schtasks.exe /create /sc minute /tn updater", 0),
-    fl(&[(ProcessCreate4688, 1.0)], "wevtutil.exe", "wevtutil.exe cl Security", 0),
-    fl(&[(SysmonNetwork3, 0.6), (SysmonDns22, 0.4)], "rclone.exe", "rclone.exe copy C:\\data remote:drop", 443),
-    fl(&[(SysmonProcess1, 0.7), (ProcessCreate4688, 0.3)], "vssadmin.exe", "vssadmin.exe delete shadows /all /quiet", 0),
-    fl(&[(SysmonNetwork3, 1.0)], "modbus_write.exe", "modbus_write.exe --register 40001 --force", 502),
-    fl(&[(KerberosTgt4768, 0.7), (CredValidation4776, 0.3)], "Rubeus.exe", "Rubeus.exe kerberoast /outfile:h.txt", 88),
-    fl(&[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)], "sc.exe", "sc.exe stop SenseService", 0),
-    fl(&[(SysmonProcessAccess10, 0.7), (SysmonProcess1, 0.3)], "rundll32.exe", "rundll32.exe shell32.dll,Control_RunDLL", 0),
+    fl(
+        &[(SysmonDns22, 1.0)],
+        "svchost.exe",
+        "svchost.exe -k netsvcs",
+        53,
+    ),
+    fl(
+        &[
+            (SysmonDns22, 0.5),
+            (SysmonNetwork3, 0.3),
+            (ProcessCreate4688, 0.2),
+        ],
+        "nltest.exe",
+        "nltest.exe /dclist",
+        389,
+    ),
+    fl(
+        &[(SysmonNetwork3, 0.8), (LogonFailed4625, 0.2)],
+        "nmap.exe",
+        "nmap.exe -sS -p- --open",
+        445,
+    ),
+    fl(
+        &[
+            (Logon4624, 0.3),
+            (SysmonProcess1, 0.3),
+            (SysmonNetwork3, 0.2),
+            (ProcessCreate4688, 0.2),
+        ],
+        "rundll32.exe",
+        "rundll32.exe payload.dll,Start",
+        445,
+    ),
+    fl(
+        &[
+            (Logon4624, 0.3),
+            (SysmonProcess1, 0.3),
+            (SysmonNetwork3, 0.2),
+            (ProcessCreate4688, 0.2),
+        ],
+        "rundll32.exe",
+        "rundll32.exe termdd_exp.dll",
+        3389,
+    ),
+    fl(
+        &[
+            (SysmonProcess1, 0.4),
+            (SysmonNetwork3, 0.4),
+            (ProcessCreate4688, 0.2),
+        ],
+        "w3wp.exe",
+        "w3wp.exe -> powershell.exe -enc SQBFAFgA",
+        80,
+    ),
+    fl(
+        &[
+            (Logon4624, 0.4),
+            (LogonFailed4625, 0.3),
+            (SysmonNetwork3, 0.3),
+        ],
+        "powershell.exe",
+        "powershell.exe -enc JABjAGwA",
+        5985,
+    ),
+    fl(
+        &[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)],
+        "whoami.exe",
+        "whoami.exe /priv",
+        0,
+    ),
+    fl(
+        &[(SysmonProcessAccess10, 0.8), (ProcessCreate4688, 0.2)],
+        "mimikatz.exe",
+        "procdump.exe -ma lsass.exe",
+        0,
+    ),
+    fl(
+        &[
+            (KerberosTgt4768, 0.5),
+            (ExplicitCreds4648, 0.3),
+            (Logon4624, 0.2),
+        ],
+        "Rubeus.exe",
+        "Rubeus.exe ptt /ticket:doIF",
+        88,
+    ),
+    fl(
+        &[
+            (ExplicitCreds4648, 0.4),
+            (Logon4624, 0.3),
+            (SysmonNetwork3, 0.3),
+        ],
+        "PSEXESVC.exe",
+        "PsExec.exe \\\\target -s cmd.exe",
+        445,
+    ),
+    fl(
+        &[(SysmonProcess1, 0.5), (SysmonDns22, 0.5)],
+        "WINWORD.EXE",
+        "WINWORD.EXE invoice.docm -> powershell.exe",
+        443,
+    ),
+    fl(
+        &[(ProcessCreate4688, 0.6), (SysmonProcess1, 0.4)],
+        "schtasks.exe",
+        "schtasks.exe /create /sc minute /tn updater",
+        0,
+    ),
+    fl(
+        &[(ProcessCreate4688, 1.0)],
+        "wevtutil.exe",
+        "wevtutil.exe cl Security",
+        0,
+    ),
+    fl(
+        &[(SysmonNetwork3, 0.6), (SysmonDns22, 0.4)],
+        "rclone.exe",
+        "rclone.exe copy C:\\data remote:drop",
+        443,
+    ),
+    fl(
+        &[(SysmonProcess1, 0.7), (ProcessCreate4688, 0.3)],
+        "vssadmin.exe",
+        "vssadmin.exe delete shadows /all /quiet",
+        0,
+    ),
+    fl(
+        &[(SysmonNetwork3, 1.0)],
+        "modbus_write.exe",
+        "modbus_write.exe --register 40001 --force",
+        502,
+    ),
+    fl(
+        &[(KerberosTgt4768, 0.7), (CredValidation4776, 0.3)],
+        "Rubeus.exe",
+        "Rubeus.exe kerberoast /outfile:h.txt",
+        88,
+    ),
+    fl(
+        &[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)],
+        "sc.exe",
+        "sc.exe stop SenseService",
+        0,
+    ),
+    fl(
+        &[(SysmonProcessAccess10, 0.7), (SysmonProcess1, 0.3)],
+        "rundll32.exe",
+        "rundll32.exe shell32.dll,Control_RunDLL",
+        0,
+    ),
 ];
 
 /// Benign activity (green agent and background noise).
@@ -168,14 +298,23 @@ const BENIGN_IMAGES: [&str; 6] = [
 ];
 /// A false positive: admin activity that looks like an attack.
 pub const FALSE_POSITIVE: Flavor = fl(
-    &[(LogonFailed4625, 0.4), (ProcessCreate4688, 0.3), (CredValidation4776, 0.3)],
+    &[
+        (LogonFailed4625, 0.4),
+        (ProcessCreate4688, 0.3),
+        (CredValidation4776, 0.3),
+    ],
     "powershell.exe",
     "powershell.exe -ExecutionPolicy Bypass -File backup.ps1",
     5985,
 );
 
 const USERS: [&str; 6] = [
-    "alice", "bob", "svc_backup", "j.smith", "administrator", "helpdesk",
+    "alice",
+    "bob",
+    "svc_backup",
+    "j.smith",
+    "administrator",
+    "helpdesk",
 ];
 const DOMAINS: [&str; 5] = [
     "update.microsoft.com",
@@ -216,7 +355,11 @@ pub fn render(ctx: &LineCtx<'_>, rng: &mut Rng) -> String {
     } else {
         ctx.flavor.command
     };
-    let port = if ctx.benign_image.is_some() { 443 } else { ctx.flavor.port };
+    let port = if ctx.benign_image.is_some() {
+        443
+    } else {
+        ctx.flavor.port
+    };
 
     let mut s = String::with_capacity(360);
     let provider = if template.sysmon() {
@@ -270,13 +413,21 @@ pub fn render(ctx: &LineCtx<'_>, rng: &mut Rng) -> String {
             data(
                 &mut s,
                 "TicketEncryptionType",
-                if ctx.benign_image.is_some() { "0x12" } else { "0x17" },
+                if ctx.benign_image.is_some() {
+                    "0x12"
+                } else {
+                    "0x17"
+                },
             );
             data_ip(&mut s, "IpAddress", ctx.peer);
         }
         CredValidation4776 => {
             data(&mut s, "TargetUserName", user);
-            data(&mut s, "Status", if ctx.success { "0x0" } else { "0xc000006a" });
+            data(
+                &mut s,
+                "Status",
+                if ctx.success { "0x0" } else { "0xc000006a" },
+            );
         }
         SysmonProcess1 => {
             data(&mut s, "Image", image);
@@ -297,7 +448,11 @@ pub fn render(ctx: &LineCtx<'_>, rng: &mut Rng) -> String {
             data(
                 &mut s,
                 "GrantedAccess",
-                if ctx.benign_image.is_some() { "0x1000" } else { "0x1fffff" },
+                if ctx.benign_image.is_some() {
+                    "0x1000"
+                } else {
+                    "0x1fffff"
+                },
             );
         }
         SysmonDns22 => {
@@ -380,7 +535,13 @@ pub const STAGES: [(&str, &[&str]); 4] = [
     ("discovery", &["nmap.exe", "nltest.exe"]),
     (
         "execution",
-        &["powershell.exe", "rundll32.exe", "PSEXESVC.exe", "Rubeus.exe", "WINWORD.EXE"],
+        &[
+            "powershell.exe",
+            "rundll32.exe",
+            "PSEXESVC.exe",
+            "Rubeus.exe",
+            "WINWORD.EXE",
+        ],
     ),
     (
         "credential_access",
@@ -388,7 +549,13 @@ pub const STAGES: [(&str, &[&str]); 4] = [
     ),
     (
         "impact",
-        &["vssadmin.exe", "rclone.exe", "modbus_write.exe", "wevtutil.exe", "SenseService"],
+        &[
+            "vssadmin.exe",
+            "rclone.exe",
+            "modbus_write.exe",
+            "wevtutil.exe",
+            "SenseService",
+        ],
     ),
 ];
 

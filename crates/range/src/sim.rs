@@ -15,7 +15,6 @@ use crate::siem::{self, LineCtx, LogLine, Siem};
 use crate::topology::{self, Host, CORPORATE, DMZ, GUEST, NONE, OT, SECURE};
 use crate::{N_AGENTS, N_TYPES, RED};
 
-
 /// Subnets each blue agent defends (bit per subnet): blue_dmz DMZ + Guest, blue_internal
 /// Corporate, blue_restricted Secure + OT.
 pub const BLUE_SUBNETS: [u8; 3] = [
@@ -366,10 +365,10 @@ pub fn adjacency_rows(s: &HostSets, agent: usize, rows: &mut [u128]) {
             }
         }
     }
-    for from in 0..5 {
+    for (from, c) in cross.iter().enumerate() {
         let members = s.subnet[from] & s.up & seen;
         let same = s.up & s.subnet[from] & seen;
-        let far = cross[from] & seen;
+        let far = c & seen;
         let mut bits = members;
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
@@ -753,7 +752,14 @@ fn tick(state: &mut State, params: &Params, ev: &mut Events) {
         if f.agent as usize == RED {
             complete_red(state, params, f.kind as usize, f.target as usize, ev);
         } else {
-            complete_blue(state, params, f.agent as usize, f.kind as usize, f.target as usize, ev);
+            complete_blue(
+                state,
+                params,
+                f.agent as usize,
+                f.kind as usize,
+                f.target as usize,
+                ev,
+            );
         }
     }
     green(state, params);
@@ -847,7 +853,12 @@ fn complete_red(state: &mut State, params: &Params, kind: usize, target: usize, 
         success = false;
     }
     let src = red_source(state, target);
-    ev.packets.push((src, target as u16, crate::siem::RED_FLAVOR[kind].port, kind as u8));
+    ev.packets.push((
+        src,
+        target as u16,
+        crate::siem::RED_FLAVOR[kind].port,
+        kind as u8,
+    ));
     if success {
         state.metrics.red_techniques |= 1 << kind;
         if exploit_of(kind).is_some() {
@@ -1003,18 +1014,16 @@ fn complete_blue(
                 h.alert = false;
             }
         }
-        B_ISOLATE => {
-            if !state.hosts[target].isolated {
-                state.hosts[target].isolated = true;
-                state.metrics.hosts_isolated[agent] += 1;
-                if state.hosts[target].privilege > 0 {
-                    ev.correct_isolation[agent] += 1;
-                    ev.infected_isolated += 1;
-                    contain(state, target);
-                } else {
-                    ev.false_positive[agent] += 1;
-                    state.metrics.false_positives[agent] += 1;
-                }
+        B_ISOLATE if !state.hosts[target].isolated => {
+            state.hosts[target].isolated = true;
+            state.metrics.hosts_isolated[agent] += 1;
+            if state.hosts[target].privilege > 0 {
+                ev.correct_isolation[agent] += 1;
+                ev.infected_isolated += 1;
+                contain(state, target);
+            } else {
+                ev.false_positive[agent] += 1;
+                state.metrics.false_positives[agent] += 1;
             }
         }
         B_RESTORE => {
@@ -1128,21 +1137,48 @@ fn green(state: &mut State, params: &Params) {
         let host = nth_active(state, n);
         let image = siem::benign_image(&mut state.rng.green);
         let peer = peer_of(state, host);
-        emit(state, params, host, 0, peer, &siem::BENIGN, Some(image), true);
+        emit(
+            state,
+            params,
+            host,
+            0,
+            peer,
+            &siem::BENIGN,
+            Some(image),
+            true,
+        );
     }
     if state.rng.green.bernoulli(p_fp) {
         let n = state.rng.green.below(n_active as u64) as usize;
         let host = nth_active(state, n);
         let peer = peer_of(state, host);
         state.hosts[host].alert = true;
-        emit(state, params, host, 0, peer, &siem::FALSE_POSITIVE, None, false);
+        emit(
+            state,
+            params,
+            host,
+            0,
+            peer,
+            &siem::FALSE_POSITIVE,
+            None,
+            false,
+        );
     }
     if state.rng.siem.bernoulli(params.log_p_background) {
         let n = state.rng.siem.below(n_active as u64) as usize;
         let host = nth_active(state, n);
         let image = siem::benign_image(&mut state.rng.siem);
         let peer = peer_of(state, host);
-        emit(state, params, host, 0, peer, &siem::BENIGN, Some(image), true);
+        emit(
+            state,
+            params,
+            host,
+            0,
+            peer,
+            &siem::BENIGN,
+            Some(image),
+            true,
+        );
     }
 }
 
@@ -1170,7 +1206,7 @@ fn peer_of(state: &State, host: usize) -> u32 {
 /// DHCP, churn, migration and arrivals for one tick.
 fn churn(state: &mut State, params: &Params) {
     let now = state.tick;
-    if params.dhcp_interval > 0 && now % params.dhcp_interval == 0 {
+    if params.dhcp_interval > 0 && now.is_multiple_of(params.dhcp_interval) {
         for i in 0..state.hosts.len() {
             if state.hosts[i].active && state.hosts[i].subnet == GUEST {
                 readdress(state, i, GUEST);
@@ -1382,8 +1418,8 @@ fn rewards(state: &mut State, params: &Params, ev: &Events) {
             let total = f64::from(total.max(1));
             let health = f64::from(clean) / total;
             let downtime = 5.0 * f64::from(isolated) / total;
-            for b in 0..3 {
-                r[b] = 5.0 * f64::from(ev.correct_isolation[b])
+            for (b, rb) in r.iter_mut().take(3).enumerate() {
+                *rb = 5.0 * f64::from(ev.correct_isolation[b])
                     - 2.0 * f64::from(ev.false_positive[b])
                     + health
                     - downtime;
@@ -1391,8 +1427,8 @@ fn rewards(state: &mut State, params: &Params, ev: &Events) {
         }
         Scenario::AptEspionage => {
             r[RED] = 5.0 * f64::from(ev.persistence_ticks) - 20.0 * f64::from(ev.infected_isolated);
-            for b in 0..3 {
-                r[b] = 20.0 * f64::from(ev.correct_isolation[b]);
+            for (b, rb) in r.iter_mut().take(3).enumerate() {
+                *rb = 20.0 * f64::from(ev.correct_isolation[b]);
             }
         }
         Scenario::CloudHybrid => {
@@ -1425,7 +1461,11 @@ fn terminal(state: &State, params: &Params, ev: &Events) -> bool {
     let kinetic = state.physics.as_ref().is_some_and(|p| p.kinetic) || ev.kinetic;
     let all = |pred: &dyn Fn(&Host) -> bool| {
         let mut n = 0;
-        for h in state.hosts.iter().filter(|h| h.active && !h.decoy && pred(h)) {
+        for h in state
+            .hosts
+            .iter()
+            .filter(|h| h.active && !h.decoy && pred(h))
+        {
             if h.privilege == 0 {
                 return false;
             }

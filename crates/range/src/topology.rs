@@ -108,15 +108,60 @@ pub struct ServiceKind {
 }
 
 pub const SERVICES: [ServiceKind; 9] = [
-    ServiceKind { port: 445, name: "smb", cve: "CVE-2017-0144", exploit: EX_ETERNAL_BLUE },
-    ServiceKind { port: 3389, name: "rdp", cve: "CVE-2019-0708", exploit: EX_BLUE_KEEP },
-    ServiceKind { port: 80, name: "http", cve: "CVE-2021-41773", exploit: EX_HTTP_RFI },
-    ServiceKind { port: 443, name: "https", cve: "CVE-2021-44228", exploit: EX_HTTP_RFI },
-    ServiceKind { port: 22, name: "ssh", cve: "CVE-2018-15473", exploit: EX_REMOTE_SERVICE },
-    ServiceKind { port: 5985, name: "winrm", cve: "CVE-2021-31166", exploit: EX_REMOTE_SERVICE },
-    ServiceKind { port: 1433, name: "mssql", cve: "CVE-2020-0618", exploit: EX_REMOTE_SERVICE },
-    ServiceKind { port: 502, name: "modbus", cve: "CVE-2015-5374", exploit: EX_REMOTE_SERVICE },
-    ServiceKind { port: 88, name: "kerberos", cve: "CVE-2020-1472", exploit: EX_REMOTE_SERVICE },
+    ServiceKind {
+        port: 445,
+        name: "smb",
+        cve: "CVE-2017-0144",
+        exploit: EX_ETERNAL_BLUE,
+    },
+    ServiceKind {
+        port: 3389,
+        name: "rdp",
+        cve: "CVE-2019-0708",
+        exploit: EX_BLUE_KEEP,
+    },
+    ServiceKind {
+        port: 80,
+        name: "http",
+        cve: "CVE-2021-41773",
+        exploit: EX_HTTP_RFI,
+    },
+    ServiceKind {
+        port: 443,
+        name: "https",
+        cve: "CVE-2021-44228",
+        exploit: EX_HTTP_RFI,
+    },
+    ServiceKind {
+        port: 22,
+        name: "ssh",
+        cve: "CVE-2018-15473",
+        exploit: EX_REMOTE_SERVICE,
+    },
+    ServiceKind {
+        port: 5985,
+        name: "winrm",
+        cve: "CVE-2021-31166",
+        exploit: EX_REMOTE_SERVICE,
+    },
+    ServiceKind {
+        port: 1433,
+        name: "mssql",
+        cve: "CVE-2020-0618",
+        exploit: EX_REMOTE_SERVICE,
+    },
+    ServiceKind {
+        port: 502,
+        name: "modbus",
+        cve: "CVE-2015-5374",
+        exploit: EX_REMOTE_SERVICE,
+    },
+    ServiceKind {
+        port: 88,
+        name: "kerberos",
+        cve: "CVE-2020-1472",
+        exploit: EX_REMOTE_SERVICE,
+    },
 ];
 const SVC_SMB: u8 = 0;
 const SVC_HTTP: u8 = 2;
@@ -312,8 +357,13 @@ fn cvss(rng: &mut Rng) -> f32 {
 fn make_dc(h: &mut Host, rng: &mut Rng) {
     h.dc = true;
     h.decoy = false;
-    h.os = if rng.bernoulli(0.5) { OS_LEGACY } else { OS_WIN10 };
-    h.services.retain(|s| OS_SERVICES[h.os as usize].contains(&s.kind));
+    h.os = if rng.bernoulli(0.5) {
+        OS_LEGACY
+    } else {
+        OS_WIN10
+    };
+    h.services
+        .retain(|s| OS_SERVICES[h.os as usize].contains(&s.kind));
     for kind in [SVC_SMB, SVC_KERBEROS] {
         if !h.has_service(kind) {
             h.services.push(Service {

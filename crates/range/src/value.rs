@@ -67,7 +67,10 @@ mod tests {
         let Value::Object(m) = &c else { panic!() };
         assert_eq!(m["a"], Value::Number(Number::Int(1)));
         assert_eq!(m["b"], Value::Number(Number::Float(1.0)));
-        assert_eq!(m["d"], Value::Number(Number::BigInt("18446744073709551615".into())));
+        assert_eq!(
+            m["d"],
+            Value::Number(Number::BigInt("18446744073709551615".into()))
+        );
         assert_eq!(to_json(&c).unwrap(), j);
     }
 }

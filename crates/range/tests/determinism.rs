@@ -33,10 +33,15 @@ fn different_seeds_diverge() {
 
 #[test]
 fn interleaved_envs_match_solo_runs() {
-    let p = Params::new(Scenario::Ransomware).with_preset("medium").unwrap();
+    let p = Params::new(Scenario::Ransomware)
+        .with_preset("medium")
+        .unwrap();
     let solo_a = digest(&p, 5, STEPS);
     let solo_b = digest(&p, 6, STEPS);
-    let mut envs = [RangeEnv::new(p.clone()).unwrap(), RangeEnv::new(p.clone()).unwrap()];
+    let mut envs = [
+        RangeEnv::new(p.clone()).unwrap(),
+        RangeEnv::new(p.clone()).unwrap(),
+    ];
     let mut samplers = [ActionSampler::new(5), ActionSampler::new(6)];
     let mut hashes = [Sha256::new(), Sha256::new()];
     for (i, seed) in [5u64, 6].into_iter().enumerate() {
@@ -85,10 +90,20 @@ fn topology_invariants_over_500_seeds() {
         let st = reset(seed, &p);
         assert_eq!(st.hosts.len(), p.max_hosts);
         let active: Vec<_> = st.hosts.iter().filter(|h| h.active).collect();
-        assert!((10..=31).contains(&active.len()), "seed {seed}: {}", active.len());
+        assert!(
+            (10..=31).contains(&active.len()),
+            "seed {seed}: {}",
+            active.len()
+        );
         total_active += active.len();
-        assert!(active.iter().any(|h| h.dc), "seed {seed}: no domain controller");
-        assert!(st.hosts.windows(2).all(|w| w[0].addr < w[1].addr), "slots sorted");
+        assert!(
+            active.iter().any(|h| h.dc),
+            "seed {seed}: no domain controller"
+        );
+        assert!(
+            st.hosts.windows(2).all(|w| w[0].addr < w[1].addr),
+            "slots sorted"
+        );
         for h in &active {
             assert!(!h.services.is_empty());
             for s in &h.services {
@@ -202,7 +217,12 @@ fn logger_latency_delays_lines_exactly() {
             for l in &st.siem.pending {
                 assert!(l.visible_at > st.tick, "pending line already due");
             }
-            for l in st.siem.buffer.iter().filter(|l| l.text.starts_with("<Event>")) {
+            for l in st
+                .siem
+                .buffer
+                .iter()
+                .filter(|l| l.text.starts_with("<Event>"))
+            {
                 assert!(l.visible_at <= st.tick);
                 assert_eq!(l.visible_at, written_tick(&st, &p, &l.text) + latency);
                 seen += 1;
@@ -230,13 +250,21 @@ fn assert_no_op(st: &State, p: &Params, others: &JointAction, agent: usize, act:
     let mut j = *others;
     j.0[agent] = act;
     step(&mut with, &j, p);
-    assert!(with.last.invalid[agent], "{act:?} of {} not flagged", AGENTS[agent]);
+    assert!(
+        with.last.invalid[agent],
+        "{act:?} of {} not flagged",
+        AGENTS[agent]
+    );
     let mut sleep = st.clone();
     j.0[agent] = AgentAction::default();
     step(&mut sleep, &j, p);
     with.last.invalid[agent] = sleep.last.invalid[agent];
     with.last.target[agent] = sleep.last.target[agent];
-    assert!(with == sleep, "{act:?} of {} changed the episode", AGENTS[agent]);
+    assert!(
+        with == sleep,
+        "{act:?} of {} changed the episode",
+        AGENTS[agent]
+    );
 }
 
 #[test]
@@ -252,12 +280,11 @@ fn masked_actions_are_flagged_no_ops_and_valid_actions_are_unmasked() {
                 break;
             }
             let mut j = JointAction::default();
-            for a in 0..N_AGENTS {
-                sim::write_mask(&st, &p, a, &mut masks[a]);
-                j.0[a] = sampler.sample(a, &masks[a]);
+            for (a, m) in masks.iter_mut().enumerate() {
+                sim::write_mask(&st, &p, a, m);
+                j.0[a] = sampler.sample(a, m);
             }
-            for a in 0..N_AGENTS {
-                let m = &masks[a];
+            for (a, m) in masks.iter().enumerate() {
                 // Soundness: every valid action is inside the mask.
                 let mut sets = [0u128; N_TYPES];
                 sim::target_sets(&st, &p, a, &mut sets);
@@ -283,15 +310,60 @@ fn masked_actions_are_flagged_no_ops_and_valid_actions_are_unmasked() {
                 // A few masked actions (and out-of-range ones) are no-ops with the flag.
                 let masked_type = (1..N_TYPES).find(|&k| m[k] == 0).unwrap();
                 let t = probe.below(p.max_hosts as u64) as i64;
-                assert_no_op(&st, &p, &j, a, AgentAction { kind: masked_type as i64, target: t });
+                assert_no_op(
+                    &st,
+                    &p,
+                    &j,
+                    a,
+                    AgentAction {
+                        kind: masked_type as i64,
+                        target: t,
+                    },
+                );
                 if let Some(h) = (0..p.max_hosts).find(|&h| m[N_TYPES + h] == 0) {
                     if let Some(k) = (1..N_TYPES).find(|&k| m[k] == 1) {
-                        assert_no_op(&st, &p, &j, a, AgentAction { kind: k as i64, target: h as i64 });
+                        assert_no_op(
+                            &st,
+                            &p,
+                            &j,
+                            a,
+                            AgentAction {
+                                kind: k as i64,
+                                target: h as i64,
+                            },
+                        );
                     }
                 }
-                assert_no_op(&st, &p, &j, a, AgentAction { kind: 31, target: 0 });
-                assert_no_op(&st, &p, &j, a, AgentAction { kind: 1, target: -1 });
-                assert_no_op(&st, &p, &j, a, AgentAction { kind: 1, target: 1000 });
+                assert_no_op(
+                    &st,
+                    &p,
+                    &j,
+                    a,
+                    AgentAction {
+                        kind: 31,
+                        target: 0,
+                    },
+                );
+                assert_no_op(
+                    &st,
+                    &p,
+                    &j,
+                    a,
+                    AgentAction {
+                        kind: 1,
+                        target: -1,
+                    },
+                );
+                assert_no_op(
+                    &st,
+                    &p,
+                    &j,
+                    a,
+                    AgentAction {
+                        kind: 1,
+                        target: 1000,
+                    },
+                );
             }
             step(&mut st, &j, &p);
         }
@@ -340,12 +412,17 @@ fn incremental_observations_equal_fresh_rendering() {
         }
     }
     // The point of revisions: most arrays are not rewritten on most steps.
-    assert!(reused > rewritten / 2, "reused {reused}, rewritten {rewritten}");
+    assert!(
+        reused > rewritten / 2,
+        "reused {reused}, rewritten {rewritten}"
+    );
 }
 
 #[test]
 fn unchanged_revisions_mean_unchanged_contents() {
-    let p = Params::new(Scenario::Ransomware).with_preset("hard").unwrap();
+    let p = Params::new(Scenario::Ransomware)
+        .with_preset("hard")
+        .unwrap();
     let mut env = RangeEnv::new(p.clone()).unwrap();
     env.reset_with(17, p.clone()).unwrap();
     let mut sampler = ActionSampler::new(17);
@@ -399,7 +476,10 @@ fn state_round_trips_through_serde_mid_episode() {
         run(&mut st, &mut sampler, 40);
         run(&mut back, &mut sampler2, 40);
         assert!(back == st, "{s:?}: restored state diverged");
-        assert_eq!(serde_json::to_string(&back).unwrap(), serde_json::to_string(&st).unwrap());
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&st).unwrap()
+        );
     }
 }
 
@@ -411,10 +491,21 @@ fn env_state_is_the_whole_core_state() {
     let lockstep_canon::Value::Object(m) = env.state().unwrap() else {
         panic!("state is an object")
     };
-    for key in ["hosts", "siem", "rng", "in_flight", "physics", "metrics", "tick", "seed"] {
+    for key in [
+        "hosts",
+        "siem",
+        "rng",
+        "in_flight",
+        "physics",
+        "metrics",
+        "tick",
+        "seed",
+    ] {
         assert!(m.contains_key(key), "{key}");
     }
-    let lockstep_canon::Value::Object(rng) = &m["rng"] else { panic!() };
+    let lockstep_canon::Value::Object(rng) = &m["rng"] else {
+        panic!()
+    };
     assert!(rng.contains_key("hypervisor") && rng.contains_key("green"));
 }
 
@@ -469,7 +560,9 @@ fn value_stability() {
     // Pins the trajectory of a short episode: topology, hypervisor, SIEM text, embeddings,
     // rewards and infos. If this moves, episodes have changed: that is a new range version
     // and a changelog entry, never a silent update.
-    let p = Params::new(Scenario::Ransomware).with_preset("easy").unwrap();
+    let p = Params::new(Scenario::Ransomware)
+        .with_preset("easy")
+        .unwrap();
     assert_eq!(
         digest(&p, 42, 40),
         "4a551612776b86f92ba58e1c5d66fcf089400c33d55ecd0ce8ecb8fbbd87c5bb"

@@ -7,7 +7,12 @@ use lockstep_canon::{Map, Number, Value};
 use lockstep_range::{factory, scenarios, RangeError, AGENTS};
 
 fn obj(pairs: &[(&str, Value)]) -> Value {
-    Value::Object(pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect::<Map>())
+    Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect::<Map>(),
+    )
 }
 
 #[test]
@@ -20,15 +25,25 @@ fn every_registered_scenario_builds_and_runs() {
         let names: Vec<&str> = env.spec().agents.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, AGENTS);
         for a in &env.spec().agents {
-            assert_eq!(a.action_space, Space::MultiDiscrete { nvec: vec![32, 100] });
+            assert_eq!(
+                a.action_space,
+                Space::MultiDiscrete {
+                    nvec: vec![32, 100]
+                }
+            );
         }
-        let Value::Object(cfg) = &env.spec().config else { panic!() };
+        let Value::Object(cfg) = &env.spec().config else {
+            panic!()
+        };
         assert_eq!(cfg["scenario"], Value::String(s.to_string()));
         assert_eq!(cfg["max_ticks"], Value::Number(Number::Int(200)));
         let t = env.reset(1, &Value::Null).unwrap();
         assert!(t.agents.values().all(|a| a.reward == 0.0 && !a.terminated));
         let mut actions = BTreeMap::new();
-        actions.insert("red_operator".to_string(), Action::MultiDiscrete(vec![2, 0]));
+        actions.insert(
+            "red_operator".to_string(),
+            Action::MultiDiscrete(vec![2, 0]),
+        );
         let mut steps = 0;
         loop {
             let t = env.step(&actions).unwrap();
@@ -45,8 +60,14 @@ fn every_registered_scenario_builds_and_runs() {
 
 #[test]
 fn unknown_scenario_and_preset_are_errors() {
-    assert!(matches!(factory("nope", None), Err(RangeError::UnknownScenario(_))));
-    assert!(matches!(factory("ransomware", Some("x")), Err(RangeError::UnknownPreset(_))));
+    assert!(matches!(
+        factory("nope", None),
+        Err(RangeError::UnknownScenario(_))
+    ));
+    assert!(matches!(
+        factory("ransomware", Some("x")),
+        Err(RangeError::UnknownPreset(_))
+    ));
 }
 
 #[test]
@@ -58,14 +79,19 @@ fn reset_options_override_preset_and_params() {
         .unwrap()
         .clone();
     assert_eq!(t.agents.len(), 4);
-    let Value::Object(cfg) = &env.spec().config else { panic!() };
+    let Value::Object(cfg) = &env.spec().config else {
+        panic!()
+    };
     assert_eq!(cfg["log_latency"], Value::Number(Number::Int(4)));
     let over = obj(&[(
         "params",
         obj(&[
             ("max_hosts", Value::Number(Number::Int(40))),
             ("pcap", Value::Bool(true)),
-            ("exploit", obj(&[("eternal_blue", Value::Number(Number::Float(0.5)))])),
+            (
+                "exploit",
+                obj(&[("eternal_blue", Value::Number(Number::Float(0.5)))]),
+            ),
         ]),
     )]);
     let t = env.reset(3, &over).unwrap();
@@ -73,8 +99,12 @@ fn reset_options_override_preset_and_params() {
     assert_eq!(red["action_mask"].shape(), [72]);
     assert_eq!(red["adj_matrix"].shape(), [1600]);
     assert_eq!(red["pcap"].shape(), [32, 20]);
-    let Value::Object(cfg) = &env.spec().config else { panic!() };
-    let Value::Object(ex) = &cfg["exploit"] else { panic!() };
+    let Value::Object(cfg) = &env.spec().config else {
+        panic!()
+    };
+    let Value::Object(ex) = &cfg["exploit"] else {
+        panic!()
+    };
     assert_eq!(ex["eternal_blue"], Value::Number(Number::Float(0.5)));
     assert_eq!(ex["blue_keep"], Value::Number(Number::Float(0.58)));
     // Back to the base without options.
@@ -88,9 +118,21 @@ fn bad_options_and_actions_are_clear_errors() {
     for (opts, needle) in [
         (obj(&[("color", Value::Null)]), "/color"),
         (obj(&[("preset", Value::Bool(true))]), "/preset"),
-        (obj(&[("params", obj(&[("max_hosts", Value::Number(Number::Int(3)))]))]), "max_hosts"),
+        (
+            obj(&[(
+                "params",
+                obj(&[("max_hosts", Value::Number(Number::Int(3)))]),
+            )]),
+            "max_hosts",
+        ),
         (obj(&[("params", obj(&[("bogus", Value::Null)]))]), "bogus"),
-        (obj(&[("params", obj(&[("scenario", Value::String("ot_stuxnet".into()))]))]), "scenario"),
+        (
+            obj(&[(
+                "params",
+                obj(&[("scenario", Value::String("ot_stuxnet".into()))]),
+            )]),
+            "scenario",
+        ),
         (Value::Number(Number::Int(1)), "object"),
     ] {
         let err = env.reset(0, &opts).unwrap_err();
@@ -109,7 +151,9 @@ fn bad_options_and_actions_are_clear_errors() {
     let mut a = BTreeMap::new();
     a.insert("blue_dmz".to_string(), Action::MultiDiscrete(vec![99, -5]));
     let t = env.step(&a).unwrap();
-    let Value::Object(info) = &t.agents["blue_dmz"].info else { panic!() };
+    let Value::Object(info) = &t.agents["blue_dmz"].info else {
+        panic!()
+    };
     assert_eq!(info["invalid_action"], Value::Bool(true));
     assert_eq!(info["target_ip_index"], Value::Number(Number::Int(-5)));
 }
@@ -118,14 +162,34 @@ fn bad_options_and_actions_are_clear_errors() {
 fn infos_carry_the_reference_metrics() {
     let mut env = factory("ransomware", None).unwrap().make().unwrap();
     let t = env.reset(9, &Value::Null).unwrap();
-    let Value::Object(info) = &t.agents["blue_dmz"].info else { panic!() };
+    let Value::Object(info) = &t.agents["blue_dmz"].info else {
+        panic!()
+    };
     for key in [
-        "false_positives", "successful_exploits", "hosts_isolated", "services_restored",
-        "agent_energy", "active_hosts", "compromised_hosts", "isolated_hosts",
-        "SLA_Uptime_Percentage", "MTTC", "Total_Exfiltrated_Data", "deception_hits",
-        "deception_efficacy", "attack_coverage", "detection_rate", "containment_time",
-        "blue_score", "red_score", "normalized_reward", "delta_t", "delta_t_norm",
-        "target_ip_index", "attack_techniques", "invalid_action",
+        "false_positives",
+        "successful_exploits",
+        "hosts_isolated",
+        "services_restored",
+        "agent_energy",
+        "active_hosts",
+        "compromised_hosts",
+        "isolated_hosts",
+        "SLA_Uptime_Percentage",
+        "MTTC",
+        "Total_Exfiltrated_Data",
+        "deception_hits",
+        "deception_efficacy",
+        "attack_coverage",
+        "detection_rate",
+        "containment_time",
+        "blue_score",
+        "red_score",
+        "normalized_reward",
+        "delta_t",
+        "delta_t_norm",
+        "target_ip_index",
+        "attack_techniques",
+        "invalid_action",
     ] {
         assert!(info.contains_key(key), "{key}");
     }

@@ -208,7 +208,10 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    println!("scenario {} steps {steps} episodes {episodes} seconds {secs:.2}", a.scenario);
+    println!(
+        "scenario {} steps {steps} episodes {episodes} seconds {secs:.2}",
+        a.scenario
+    );
     if let (Some(c0), Some(c1)) = (cpu0, thread_cpu_ns()) {
         let cpu = (c1.saturating_sub(c0)) as f64 / 1e9;
         if cpu > 0.0 {

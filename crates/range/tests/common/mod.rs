@@ -111,7 +111,9 @@ pub fn matrix() -> Vec<Params> {
             out.push(Params::new(s).with_preset(p).unwrap());
         }
     }
-    let mut p = Params::new(Scenario::OtStuxnet).with_preset("hard").unwrap();
+    let mut p = Params::new(Scenario::OtStuxnet)
+        .with_preset("hard")
+        .unwrap();
     p.pcap = true;
     out.push(p);
     out
