@@ -83,21 +83,34 @@ impl RangeEnv {
     pub fn new(params: Params) -> Result<RangeEnv, RangeError> {
         params.validate()?;
         let state = sim::reset(0, &params);
-        let transition = render_transition(&state, &params);
-        Ok(RangeEnv {
+        let mut env = RangeEnv {
             spec: build_spec(&params),
             base: params.clone(),
             params,
             state,
             started: false,
-            transition,
+            transition: Transition::default(),
             scratch_f32: Vec::new(),
             scratch_i8: Vec::new(),
             adj_rows: [[0; 128]; N_AGENTS],
             rows_scratch: [0; 128],
             sets: [[0; N_TYPES]; N_AGENTS],
             techniques: [u32::MAX; N_AGENTS],
-        })
+        };
+        env.rebuild();
+        Ok(env)
+    }
+
+    /// Renders the transition from scratch and records what it was rendered from (adjacency
+    /// rows, technique masks, target sets): the invariants `refresh` relies on.
+    fn rebuild(&mut self) {
+        self.transition = render_transition(&self.state, &self.params);
+        let hs = sim::host_sets(&self.state);
+        self.sets = sim::all_target_sets_with(&self.state, &self.params, &hs);
+        for a in 0..N_AGENTS {
+            sim::adjacency_rows(&hs, a, &mut self.adj_rows[a][..self.params.max_hosts]);
+            self.techniques[a] = technique_mask(&self.state, a);
+        }
     }
 
     pub fn params(&self) -> &Params {
@@ -124,17 +137,7 @@ impl RangeEnv {
         self.state = sim::reset(seed, &self.params);
         self.started = true;
         if reshape {
-            self.transition = render_transition(&self.state, &self.params);
-            let hs = sim::host_sets(&self.state);
-            self.sets = sim::all_target_sets_with(&self.state, &self.params, &hs);
-            for a in 0..N_AGENTS {
-                sim::adjacency_rows(&hs, a, &mut self.adj_rows[a][..self.params.max_hosts]);
-            }
-            self.techniques = [u32::MAX; N_AGENTS];
-            for a in 0..N_AGENTS {
-                self.techniques[a] = technique_mask(&self.state, a);
-            }
-            self.transition.logs.clear();
+            self.rebuild();
         } else {
             self.refresh(true);
         }
@@ -220,14 +223,16 @@ impl RangeEnv {
                 sim::adjacency_rows(&hs, a, &mut self.rows_scratch[..params.max_hosts]);
             }
             let prev = &mut self.adj_rows[a];
-            if full || prev[..params.max_hosts] != self.rows_scratch[..params.max_hosts] {
+            // `prev` always describes the array's contents (also across resets), so a diff
+            // is enough even after a reset.
+            if prev[..params.max_hosts] != self.rows_scratch[..params.max_hosts] {
                 let arr = o.get_mut("adj_matrix").expect("adj");
                 if let ArrayData::F32(v) = arr.data_mut() {
                     obs::write_adj_changed(
                         params,
                         v,
                         &self.rows_scratch[..params.max_hosts],
-                        (!full).then_some(&prev[..params.max_hosts]),
+                        Some(&prev[..params.max_hosts]),
                     );
                 }
                 prev.copy_from_slice(&self.rows_scratch);

@@ -985,6 +985,10 @@ fn complete_blue(
     ev: &mut Events,
 ) {
     let now = state.tick;
+    if kind == B_RESTORE {
+        // The rebuild ends whatever happened meanwhile (the host may have migrated away).
+        state.hosts[target].restoring = false;
+    }
     let own = BLUE_SUBNETS[agent] & (1 << state.hosts[target].subnet) != 0;
     if kind == B_DEPLOY_DECOY {
         if !state.hosts[target].active {
@@ -1111,9 +1115,21 @@ fn complete_blue(
 fn deploy_decoy(state: &mut State, params: &Params, agent: usize, slot: usize) {
     let subnet = DECOY_SUBNET[agent];
     if let Some(mut h) = topology::make_host(&state.hosts, subnet, params, &mut state.rng.churn) {
+        // A honeypot looks like the juiciest target on the subnet: a legacy Windows server
+        // with critical SMB and RDP.
         h.decoy = true;
         h.plc = false;
         h.os = topology::OS_LEGACY;
+        h.services = [0u8, 1]
+            .into_iter()
+            .map(|kind| topology::Service {
+                kind,
+                cvss: 9.8,
+                patched: false,
+            })
+            .collect();
+        h.services
+            .sort_by_key(|s| topology::SERVICES[s.kind as usize].port);
         state.hosts[slot] = h;
         state.decoys_deployed[agent] += 1;
     }
