@@ -260,8 +260,14 @@ impl Params {
                 "must be at least 5 (one host per subnet)",
             );
         }
-        if self.max_ticks == 0 {
-            return bad("max_ticks", "must be positive");
+        if self.max_ticks == 0 || self.max_ticks > 100_000_000 {
+            return bad("max_ticks", "must be in 1..=100000000");
+        }
+        if self.tick_seconds == 0 || self.tick_seconds > 86_400 {
+            return bad("tick_seconds", "must be in 1..=86400");
+        }
+        if self.log_latency > 10_000 {
+            return bad("log_latency", "must be at most 10000 ticks");
         }
         if self.log_buffer == 0 || self.log_buffer > 4096 {
             return bad("log_buffer", "must be in 1..=4096");
