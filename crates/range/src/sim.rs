@@ -295,7 +295,7 @@ pub fn host_sets(state: &State) -> HostSets {
 }
 
 /// Hosts red can send to: from the internet, and from every host where it has a session.
-fn red_reachable(state: &State, s: &HostSets) -> u128 {
+fn red_reachable(s: &HostSets) -> u128 {
     let open = s.up & !s.blocked;
     let mut r = 0u128;
     for sub in 0..5u8 {
@@ -318,7 +318,6 @@ fn red_reachable(state: &State, s: &HostSets) -> u128 {
             }
         }
     }
-    let _ = state;
     r
 }
 
@@ -407,7 +406,7 @@ fn target_sets_with(
         (1u128 << params.max_hosts) - 1
     };
     if agent == RED {
-        let reach = red_reachable(state, s);
+        let reach = red_reachable(s);
         let known = s.discovered & s.active;
         let session = (s.user | s.root) & s.up;
         let root = s.root & s.up;
@@ -691,7 +690,7 @@ fn step_inner(
     }
     for (a, act) in actions.0.iter().enumerate() {
         if valid[a] && act.kind != 0 {
-            start(state, params, a, act.kind as usize, act.target as usize);
+            start(state, a, act.kind as usize, act.target as usize);
         }
     }
 
@@ -720,7 +719,7 @@ fn step_inner(
     }
 }
 
-fn start(state: &mut State, params: &Params, agent: usize, kind: usize, target: usize) {
+fn start(state: &mut State, agent: usize, kind: usize, target: usize) {
     let cost = kind_of(agent, kind).energy;
     state.agents[agent].energy -= cost;
     state.agents[agent].in_flight += 1;
@@ -728,7 +727,6 @@ fn start(state: &mut State, params: &Params, agent: usize, kind: usize, target: 
     if agent != RED && kind == B_RESTORE {
         state.hosts[target].restoring = true;
     }
-    let _ = params;
     state.in_flight.push(InFlight {
         seq: state.next_seq,
         agent: agent as u8,
@@ -864,7 +862,7 @@ fn complete_red(state: &mut State, params: &Params, kind: usize, target: usize, 
         if exploit_of(kind).is_some() {
             state.metrics.successful_exploits += 1;
         }
-        apply_red(state, params, kind, target, ev);
+        apply_red(state, kind, target, ev);
     }
     // The SIEM line: success 0.9, failure 0.5, a third of that after ClearEventLogs.
     let mut p_log = if success {
@@ -904,7 +902,7 @@ fn red_source(state: &State, target: usize) -> u16 {
         .unwrap_or(target) as u16
 }
 
-fn apply_red(state: &mut State, params: &Params, kind: usize, target: usize, ev: &mut Events) {
+fn apply_red(state: &mut State, kind: usize, target: usize, ev: &mut Events) {
     let now = state.tick;
     match kind {
         R_DISCOVERY => {
@@ -957,7 +955,6 @@ fn apply_red(state: &mut State, params: &Params, kind: usize, target: usize, ev:
         R_PROCESS_INJECTION => state.hosts[target].stealth_until = now + 20,
         _ => {}
     }
-    let _ = params;
 }
 
 fn detect(state: &mut State, target: usize) {
