@@ -49,9 +49,6 @@ mod tests {
             format_rfc3339_millis(DEFAULT_EPOCH_UNIX - 1, 5),
             "2025-12-31T23:59:59.005Z"
         );
-        assert_eq!(
-            format_rfc3339_millis(951_782_400, 0),
-            "2000-02-29T00:00:00.000Z"
-        );
+        assert_eq!(format_rfc3339_millis(951_782_400, 0), "2000-02-29T00:00:00.000Z");
     }
 }

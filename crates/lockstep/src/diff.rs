@@ -163,9 +163,7 @@ fn walk(a: &Value, b: &Value, pointer: &mut String, out: &mut Vec<Change>) {
                     (Some(va), None) => {
                         out.push(change(pointer, ChangeKind::Removed, Some(va), None))
                     }
-                    (None, Some(vb)) => {
-                        out.push(change(pointer, ChangeKind::Added, None, Some(vb)))
-                    }
+                    (None, Some(vb)) => out.push(change(pointer, ChangeKind::Added, None, Some(vb))),
                     (None, None) => unreachable!("index below the longer length"),
                 }
                 pointer.truncate(len);
@@ -176,12 +174,7 @@ fn walk(a: &Value, b: &Value, pointer: &mut String, out: &mut Vec<Change>) {
     }
 }
 
-fn change(
-    pointer: &str,
-    kind: ChangeKind,
-    before: Option<&Value>,
-    after: Option<&Value>,
-) -> Change {
+fn change(pointer: &str, kind: ChangeKind, before: Option<&Value>, after: Option<&Value>) -> Change {
     Change {
         pointer: pointer.to_string(),
         kind,
@@ -196,12 +189,7 @@ mod tests {
     use lockstep_canon::Map;
 
     fn obj(pairs: &[(&str, Value)]) -> Value {
-        Value::Object(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<Map>(),
-        )
+        Value::Object(pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect::<Map>())
     }
     fn int(i: i64) -> Value {
         Value::Number(Number::Int(i))
@@ -228,11 +216,8 @@ mod tests {
         ]);
         let d = diff(&a, &b);
         assert_eq!(d.different_fields, ["cache", "cookies", "list"]);
-        let got: Vec<(&str, ChangeKind)> = d
-            .changes
-            .iter()
-            .map(|c| (c.pointer.as_str(), c.kind))
-            .collect();
+        let got: Vec<(&str, ChangeKind)> =
+            d.changes.iter().map(|c| (c.pointer.as_str(), c.kind)).collect();
         assert_eq!(
             got,
             [

@@ -212,18 +212,9 @@ for seed, label in [(0, "topology"), (42, "actions/blue_dmz"), (2**64 - 1, ""), 
     #[test]
     fn streams_are_independent_and_reproducible() {
         let t = SeedTree::new(42);
-        let a: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(t.stream("a"), |s, _| Some(s.next_u64()))
-            .collect();
-        let a2: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(t.stream("a"), |s, _| Some(s.next_u64()))
-            .collect();
-        let b: Vec<u64> = (0..4)
-            .map(|_| 0)
-            .scan(t.stream("b"), |s, _| Some(s.next_u64()))
-            .collect();
+        let a: Vec<u64> = (0..4).map(|_| 0).scan(t.stream("a"), |s, _| Some(s.next_u64())).collect();
+        let a2: Vec<u64> = (0..4).map(|_| 0).scan(t.stream("a"), |s, _| Some(s.next_u64())).collect();
+        let b: Vec<u64> = (0..4).map(|_| 0).scan(t.stream("b"), |s, _| Some(s.next_u64())).collect();
         let c: Vec<u64> = (0..4)
             .map(|_| 0)
             .scan(SeedTree::new(43).stream("a"), |s, _| Some(s.next_u64()))
@@ -280,8 +271,7 @@ for seed, label in [(0, "topology"), (42, "actions/blue_dmz"), (2**64 - 1, ""), 
         let range: Vec<i64> = (0..5).map(|_| s.range_i64(-5, 5)).collect();
         let floats: Vec<u64> = (0..3).map(|_| s.f64().to_bits()).collect();
         let bern: Vec<bool> = (0..6).map(|_| s.bernoulli(0.5)).collect();
-        let weighted: Vec<Option<usize>> =
-            (0..5).map(|_| s.weighted_index(&[1.0, 2.0, 3.0])).collect();
+        let weighted: Vec<Option<usize>> = (0..5).map(|_| s.weighted_index(&[1.0, 2.0, 3.0])).collect();
         let mut perm: Vec<u8> = (0..8).collect();
         s.shuffle(&mut perm);
         let normals: Vec<u64> = (0..3).map(|_| s.normal(0.0, 1.0).to_bits()).collect();
