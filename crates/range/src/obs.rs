@@ -1,0 +1,318 @@
+//! Rendering observations and infos from a [`State`]. Every function writes a whole array from
+//! the state alone, so a fresh rendering and the wrapper's incrementally maintained arrays can
+//! be compared byte for byte.
+
+use lockstep_canon::{Map, Number, Value};
+
+use crate::actions::{BLUE, RED as RED_KINDS};
+use crate::params::Params;
+use crate::siem::{self, EMBED_DIM};
+use crate::sim::{self, State, BLUE_SUBNETS, PCAP_FEATURES, PCAP_PACKETS};
+use crate::topology;
+use crate::{N_AGENTS, RED};
+
+/// Length of `obs`.
+pub const OBS_LEN: usize = 256;
+/// Telemetry scalars + objective vector before the host pairs.
+const HEADER: usize = 8;
+
+/// Observation keys of an agent, sorted.
+pub fn keys(params: &Params, agent: usize) -> Vec<&'static str> {
+    let mut k = vec![
+        "action_mask",
+        "adj_matrix",
+        "delta_t",
+        "obs",
+        "siem_embedding",
+    ];
+    if agent != RED {
+        k.push("blue_comm");
+    }
+    if params.pcap {
+        k.push("pcap");
+    }
+    k.sort_unstable();
+    k
+}
+
+/// Shape of observation `key`.
+pub fn shape(params: &Params, key: &str) -> Vec<usize> {
+    match key {
+        "obs" => vec![OBS_LEN],
+        "action_mask" => vec![params.mask_len()],
+        "siem_embedding" => vec![EMBED_DIM],
+        "adj_matrix" => vec![params.max_hosts * params.max_hosts],
+        "delta_t" => vec![1],
+        "blue_comm" => vec![params.max_hosts],
+        "pcap" => vec![PCAP_PACKETS, PCAP_FEATURES],
+        _ => vec![0],
+    }
+}
+
+/// Blue's view of a host, as bits scaled to [0, 1].
+fn blue_code(h: &topology::Host) -> f32 {
+    let bits = u32::from(h.alert)
+        | u32::from(h.confirmed == 2) << 1
+        | u32::from(h.confirmed == 1) << 2
+        | u32::from(h.isolated) << 3
+        | u32::from(h.edr) << 4
+        | u32::from(h.blocked) << 5
+        | u32::from(h.restoring || !h.online) << 6
+        | u32::from(h.decoy) << 7;
+    bits as f32 / 255.0
+}
+
+/// Red's view of a host it discovered.
+fn red_code(h: &topology::Host) -> f32 {
+    let bits = u32::from(h.scanned)
+        | u32::from(h.privilege == 1) << 1
+        | u32::from(h.privilege == 2) << 2
+        | u32::from(h.persistent) << 3
+        | u32::from(h.encrypted) << 4
+        | u32::from(!h.up()) << 5
+        | u32::from(h.scanned && h.plc) << 6
+        | u32::from(h.scanned && h.dc) << 7;
+    bits as f32 / 255.0
+}
+
+fn visible_to(agent: usize, h: &topology::Host) -> bool {
+    h.active
+        && if agent == RED {
+            h.discovered
+        } else {
+            BLUE_SUBNETS[agent] & (1 << h.subnet) != 0
+        }
+}
+
+/// `obs`: tick fraction, energy fraction, in-flight fraction, the scenario one-hot (5), then
+/// `[address code, state code]` per visible host in slot order (address code = (slot+1) /
+/// max_hosts), zero padded.
+pub fn write_obs(state: &State, params: &Params, agent: usize, out: &mut [f32]) {
+    out.fill(0.0);
+    let a = &state.agents[agent];
+    let max_in_flight = if agent == RED {
+        params.red_max_in_flight
+    } else {
+        params.blue_max_in_flight
+    };
+    out[0] = (state.tick as f64 / params.max_ticks as f64) as f32;
+    out[1] = (a.energy / params.energy_start) as f32;
+    out[2] = a.in_flight as f32 / max_in_flight as f32;
+    out[3 + params.scenario.index()] = 1.0;
+    let mut k = HEADER;
+    for (i, h) in state.hosts.iter().enumerate() {
+        if k + 2 > OBS_LEN {
+            break;
+        }
+        if !visible_to(agent, h) {
+            continue;
+        }
+        out[k] = (i + 1) as f32 / params.max_hosts as f32;
+        out[k + 1] = if agent == RED {
+            red_code(h)
+        } else {
+            blue_code(h)
+        };
+        k += 2;
+    }
+}
+
+pub fn write_mask(state: &State, params: &Params, agent: usize, out: &mut [i8]) {
+    sim::write_mask(state, params, agent, out);
+}
+
+/// `siem_embedding`: the last `embedding_lines` visible lines about the agent's subnets,
+/// feature-hashed and L2-normalised. Red's is zeros.
+pub fn write_embedding(state: &State, params: &Params, agent: usize, out: &mut [f32]) {
+    let mut acc = [0.0f32; EMBED_DIM];
+    if agent != RED {
+        let mut n = 0;
+        for line in state.siem.buffer.iter().rev() {
+            if n == params.embedding_lines {
+                break;
+            }
+            if BLUE_SUBNETS[agent] & (1 << line.subnet) != 0 {
+                siem::accumulate(&mut acc, &line.features);
+                n += 1;
+            }
+        }
+        siem::normalise(&mut acc);
+    }
+    out.copy_from_slice(&acc);
+}
+
+/// Rewrites the rows of `adj_matrix` that differ between `prev` and `rows` (all rows when
+/// `prev` is `None`).
+pub fn write_adj_changed(params: &Params, out: &mut [f32], rows: &[u128], prev: Option<&[u128]>) {
+    let n = params.max_hosts;
+    for (i, &r) in rows.iter().enumerate().take(n) {
+        if prev.is_some_and(|p| p[i] == r) {
+            continue;
+        }
+        let row = &mut out[i * n..(i + 1) * n];
+        row.fill(0.0);
+        let mut bits = r;
+        while bits != 0 {
+            row[bits.trailing_zeros() as usize] = 1.0;
+            bits &= bits - 1;
+        }
+    }
+}
+
+/// `adj_matrix`: `[i * max_hosts + j] = 1` when slot i reaches slot j; red sees only pairs it
+/// discovered.
+pub fn write_adj(state: &State, params: &Params, agent: usize, out: &mut [f32]) {
+    let mut rows = [0u128; 128];
+    sim::adjacency_rows(&sim::host_sets(state), agent, &mut rows[..params.max_hosts]);
+    write_adj_changed(params, out, &rows[..params.max_hosts], None);
+}
+
+pub fn write_delta(state: &State, out: &mut [f32]) {
+    out[0] = (state.last.delta_ticks as f64 / 50.0) as f32;
+}
+
+pub fn write_comm(state: &State, out: &mut [f32]) {
+    out.copy_from_slice(&state.comm);
+}
+
+pub fn write_pcap(state: &State, out: &mut [f32]) {
+    out.copy_from_slice(&state.pcap);
+}
+
+/// One info entry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum InfoValue {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    /// Bit per red action type; rendered as sorted, unique MITRE ATT&CK ids.
+    Techniques(u32),
+}
+
+impl InfoValue {
+    pub fn to_value(self) -> Value {
+        match self {
+            InfoValue::Int(i) => Value::Number(Number::Int(i)),
+            InfoValue::Float(f) => Value::Number(Number::Float(f)),
+            InfoValue::Bool(b) => Value::Bool(b),
+            InfoValue::Techniques(mask) => {
+                let mut ids: Vec<&str> = (0..32)
+                    .filter(|k| mask & (1 << k) != 0 && *k < RED_KINDS.len())
+                    .map(|k| RED_KINDS[k].technique)
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                Value::Array(
+                    ids.into_iter()
+                        .map(|s| Value::String(s.to_string()))
+                        .collect(),
+                )
+            }
+        }
+    }
+}
+
+/// Calls `f` for every info entry of `agent`. Counters that belong to one blue agent
+/// (false_positives, hosts_isolated, services_restored) are its own; red sees blue's totals.
+pub fn info_items(
+    state: &State,
+    params: &Params,
+    agent: usize,
+    mut f: impl FnMut(&'static str, InfoValue),
+) {
+    use InfoValue::*;
+    let m = &state.metrics;
+    let own = |v: &[u32; N_AGENTS]| -> i64 {
+        if agent == RED {
+            v.iter().map(|x| i64::from(*x)).sum()
+        } else {
+            i64::from(v[agent])
+        }
+    };
+    let (mut active, mut compromised, mut isolated) = (0i64, 0i64, 0i64);
+    for h in state.hosts.iter().filter(|h| h.active) {
+        active += 1;
+        compromised += i64::from(h.privilege > 0);
+        isolated += i64::from(h.isolated);
+    }
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let reward = state.last.rewards[agent];
+    let blue_score: f64 = m.score[..RED].iter().sum();
+    let dt = state.last.delta_ticks;
+    let techniques = if agent == RED {
+        m.red_techniques
+    } else {
+        m.seen_techniques[agent]
+    };
+    let sla = if m.uptime_ticks == 0 {
+        100.0
+    } else {
+        100.0 * m.uptime_sum / m.uptime_ticks as f64
+    };
+    // Emitted in key byte order (a test checks), so the wrapper updates a map in one pass.
+    f(
+        "MTTC",
+        Float(ratio(m.containment_ticks as f64, f64::from(m.contained))),
+    );
+    f("SLA_Uptime_Percentage", Float(sla));
+    f("Total_Exfiltrated_Data", Float(state.red.exfiltrated_mb));
+    f("active_hosts", Int(active));
+    f("agent_energy", Float(state.agents[agent].energy));
+    f(
+        "attack_coverage",
+        Float(f64::from(m.red_techniques.count_ones()) / (RED_KINDS.len() - 1) as f64),
+    );
+    f("attack_techniques", Techniques(techniques));
+    f("blue_score", Float(blue_score));
+    f("compromised_hosts", Int(compromised));
+    f("containment_time", Int(m.containment_ticks as i64));
+    f(
+        "deception_efficacy",
+        Float(ratio(
+            f64::from(m.deception_hits),
+            f64::from(m.red_completed),
+        )),
+    );
+    f("deception_hits", Int(i64::from(m.deception_hits)));
+    f("delta_t", Int(dt as i64));
+    f("delta_t_norm", Float(dt as f64 / 50.0));
+    f(
+        "detection_rate",
+        Float(ratio(
+            f64::from(m.compromises_detected),
+            f64::from(m.compromises),
+        )),
+    );
+    f("false_positives", Int(own(&m.false_positives)));
+    f("hosts_isolated", Int(own(&m.hosts_isolated)));
+    f("invalid_action", Bool(state.last.invalid[agent]));
+    f("isolated_hosts", Int(isolated));
+    f(
+        "normalized_reward",
+        Float(libm::tanh(reward / params.scenario.reward_scale())),
+    );
+    f("red_score", Float(m.score[RED]));
+    f("services_restored", Int(own(&m.services_restored)));
+    f("successful_exploits", Int(i64::from(m.successful_exploits)));
+    f("target_ip_index", Int(state.last.target[agent]));
+    f("tick", Int(state.tick as i64));
+}
+
+/// The info of `agent` as a fresh JSON object.
+pub fn info_value(state: &State, params: &Params, agent: usize) -> Value {
+    let mut map = Map::new();
+    info_items(state, params, agent, |k, v| {
+        map.insert(k.to_string(), v.to_value());
+    });
+    Value::Object(map)
+}
+
+/// Action names, for people.
+pub fn action_name(agent: usize, kind: usize) -> &'static str {
+    if agent == RED {
+        RED_KINDS.get(kind).map_or("Unused", |k| k.name)
+    } else {
+        BLUE.get(kind).map_or("Unused", |k| k.name)
+    }
+}

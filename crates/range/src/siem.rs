@@ -1,0 +1,632 @@
+//! The SIEM: Windows Security and Sysmon events rendered as XML-ish text, a rolling buffer with
+//! a visibility latency, a keyword correlator, and the fixed feature-hash encoder behind
+//! `siem_embedding`.
+//!
+//! The encoder is fixed data (FNV-1a over tokens, 128 buckets, a sign bit), never fitted: the
+//! same line gives the same vector in every process, which is what the Python original's
+//! corpus-fitted encoder cannot promise.
+
+use std::collections::VecDeque;
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::actions::*;
+use crate::rng::Rng;
+use crate::topology::push_ip;
+
+/// Length of `siem_embedding`.
+pub const EMBED_DIM: usize = 128;
+
+/// One line of the SIEM.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogLine {
+    /// Tick at which blue can see it (written tick + log latency).
+    pub visible_at: u64,
+    /// Host slot the line is about.
+    pub host: u16,
+    pub subnet: u8,
+    /// 0 benign (green, background); otherwise the red action type that caused it.
+    pub source: u8,
+    pub text: String,
+    /// The hashed tokens: bucket in the low 7 bits, sign in the top bit. Derived from `text`
+    /// with the fixed encoder; kept so that an embedding costs no hashing.
+    pub features: Vec<u8>,
+}
+
+/// Logger state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Siem {
+    /// Unix seconds of tick 0: 2026-01-01T00:00:00Z minus a seeded offset.
+    pub start_unix: i64,
+    pub next_record: u64,
+    /// Written, not yet visible (visible_at ascending).
+    pub pending: VecDeque<LogLine>,
+    /// The rolling buffer of visible lines, oldest first.
+    pub buffer: VecDeque<LogLine>,
+}
+
+impl Siem {
+    pub fn new(rng: &mut Rng, capacity: usize) -> Siem {
+        let h = rng.range(0, 23) as i64;
+        let m = rng.range(0, 59) as i64;
+        let s = rng.range(0, 59) as i64;
+        Siem {
+            start_unix: lockstep::clock::DEFAULT_EPOCH_UNIX - (h * 3600 + m * 60 + s),
+            next_record: 1,
+            pending: VecDeque::new(),
+            buffer: VecDeque::with_capacity(capacity),
+        }
+    }
+}
+
+/// The event templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Template {
+    Logon4624,
+    LogonFailed4625,
+    ExplicitCreds4648,
+    ProcessCreate4688,
+    KerberosTgt4768,
+    CredValidation4776,
+    SysmonProcess1,
+    SysmonNetwork3,
+    SysmonProcessAccess10,
+    SysmonDns22,
+}
+
+impl Template {
+    fn event_id(self) -> u32 {
+        match self {
+            Template::Logon4624 => 4624,
+            Template::LogonFailed4625 => 4625,
+            Template::ExplicitCreds4648 => 4648,
+            Template::ProcessCreate4688 => 4688,
+            Template::KerberosTgt4768 => 4768,
+            Template::CredValidation4776 => 4776,
+            Template::SysmonProcess1 => 1,
+            Template::SysmonNetwork3 => 3,
+            Template::SysmonProcessAccess10 => 10,
+            Template::SysmonDns22 => 22,
+        }
+    }
+
+    fn sysmon(self) -> bool {
+        matches!(
+            self,
+            Template::SysmonProcess1
+                | Template::SysmonNetwork3
+                | Template::SysmonProcessAccess10
+                | Template::SysmonDns22
+        )
+    }
+}
+
+use Template::*;
+
+/// What a line says: its templates (weights), the process image and command line.
+pub struct Flavor {
+    pub templates: &'static [(Template, f64)],
+    pub image: &'static str,
+    pub command: &'static str,
+    pub port: u16,
+}
+
+const fn fl(
+    templates: &'static [(Template, f64)],
+    image: &'static str,
+    command: &'static str,
+    port: u16,
+) -> Flavor {
+    Flavor {
+        templates,
+        image,
+        command,
+        port,
+    }
+}
+
+/// Flavours of red actions, by action type (index 0 unused).
+pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
+    fl(
+        &[(SysmonDns22, 1.0)],
+        "svchost.exe",
+        "svchost.exe -k netsvcs",
+        53,
+    ),
+    fl(
+        &[
+            (SysmonDns22, 0.5),
+            (SysmonNetwork3, 0.3),
+            (ProcessCreate4688, 0.2),
+        ],
+        "nltest.exe",
+        "nltest.exe /dclist",
+        389,
+    ),
+    fl(
+        &[(SysmonNetwork3, 0.8), (LogonFailed4625, 0.2)],
+        "nmap.exe",
+        "nmap.exe -sS -p- --open",
+        445,
+    ),
+    fl(
+        &[
+            (Logon4624, 0.3),
+            (SysmonProcess1, 0.3),
+            (SysmonNetwork3, 0.2),
+            (ProcessCreate4688, 0.2),
+        ],
+        "rundll32.exe",
+        "rundll32.exe payload.dll,Start",
+        445,
+    ),
+    fl(
+        &[
+            (Logon4624, 0.3),
+            (SysmonProcess1, 0.3),
+            (SysmonNetwork3, 0.2),
+            (ProcessCreate4688, 0.2),
+        ],
+        "rundll32.exe",
+        "rundll32.exe termdd_exp.dll",
+        3389,
+    ),
+    fl(
+        &[
+            (SysmonProcess1, 0.4),
+            (SysmonNetwork3, 0.4),
+            (ProcessCreate4688, 0.2),
+        ],
+        "w3wp.exe",
+        "w3wp.exe -> powershell.exe -enc SQBFAFgA",
+        80,
+    ),
+    fl(
+        &[
+            (Logon4624, 0.4),
+            (LogonFailed4625, 0.3),
+            (SysmonNetwork3, 0.3),
+        ],
+        "powershell.exe",
+        "powershell.exe -enc JABjAGwA",
+        5985,
+    ),
+    fl(
+        &[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)],
+        "whoami.exe",
+        "whoami.exe /priv",
+        0,
+    ),
+    fl(
+        &[(SysmonProcessAccess10, 0.8), (ProcessCreate4688, 0.2)],
+        "mimikatz.exe",
+        "procdump.exe -ma lsass.exe",
+        0,
+    ),
+    fl(
+        &[
+            (KerberosTgt4768, 0.5),
+            (ExplicitCreds4648, 0.3),
+            (Logon4624, 0.2),
+        ],
+        "Rubeus.exe",
+        "Rubeus.exe ptt /ticket:doIF",
+        88,
+    ),
+    fl(
+        &[
+            (ExplicitCreds4648, 0.4),
+            (Logon4624, 0.3),
+            (SysmonNetwork3, 0.3),
+        ],
+        "PSEXESVC.exe",
+        "PsExec.exe \\\\target -s cmd.exe",
+        445,
+    ),
+    fl(
+        &[(SysmonProcess1, 0.5), (SysmonDns22, 0.5)],
+        "WINWORD.EXE",
+        "WINWORD.EXE invoice.docm -> powershell.exe",
+        443,
+    ),
+    fl(
+        &[(ProcessCreate4688, 0.6), (SysmonProcess1, 0.4)],
+        "schtasks.exe",
+        "schtasks.exe /create /sc minute /tn updater",
+        0,
+    ),
+    fl(
+        &[(ProcessCreate4688, 1.0)],
+        "wevtutil.exe",
+        "wevtutil.exe cl Security",
+        0,
+    ),
+    fl(
+        &[(SysmonNetwork3, 0.6), (SysmonDns22, 0.4)],
+        "rclone.exe",
+        "rclone.exe copy C:\\data remote:drop",
+        443,
+    ),
+    fl(
+        &[(SysmonProcess1, 0.7), (ProcessCreate4688, 0.3)],
+        "vssadmin.exe",
+        "vssadmin.exe delete shadows /all /quiet",
+        0,
+    ),
+    fl(
+        &[(SysmonNetwork3, 1.0)],
+        "modbus_write.exe",
+        "modbus_write.exe --register 40001 --force",
+        502,
+    ),
+    fl(
+        &[(KerberosTgt4768, 0.7), (CredValidation4776, 0.3)],
+        "Rubeus.exe",
+        "Rubeus.exe kerberoast /outfile:h.txt",
+        88,
+    ),
+    fl(
+        &[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)],
+        "sc.exe",
+        "sc.exe stop SenseService",
+        0,
+    ),
+    fl(
+        &[(SysmonProcessAccess10, 0.7), (SysmonProcess1, 0.3)],
+        "rundll32.exe",
+        "rundll32.exe shell32.dll,Control_RunDLL",
+        0,
+    ),
+];
+
+/// Benign activity (green agent and background noise).
+const BENIGN_TEMPLATES: &[(Template, f64)] = &[
+    (Logon4624, 0.3),
+    (SysmonDns22, 0.3),
+    (SysmonNetwork3, 0.2),
+    (ProcessCreate4688, 0.1),
+    (KerberosTgt4768, 0.1),
+];
+const BENIGN_IMAGES: [&str; 6] = [
+    "explorer.exe",
+    "chrome.exe",
+    "OUTLOOK.EXE",
+    "svchost.exe",
+    "Teams.exe",
+    "OneDrive.exe",
+];
+/// A false positive: admin activity that looks like an attack.
+pub const FALSE_POSITIVE: Flavor = fl(
+    &[
+        (LogonFailed4625, 0.4),
+        (ProcessCreate4688, 0.3),
+        (CredValidation4776, 0.3),
+    ],
+    "powershell.exe",
+    "powershell.exe -ExecutionPolicy Bypass -File backup.ps1",
+    5985,
+);
+
+const USERS: [&str; 6] = [
+    "alice",
+    "bob",
+    "svc_backup",
+    "j.smith",
+    "administrator",
+    "helpdesk",
+];
+const DOMAINS: [&str; 5] = [
+    "update.microsoft.com",
+    "intranet.corp.local",
+    "cdn.office.net",
+    "dc01.corp.local",
+    "pastebin.com",
+];
+
+/// Everything one rendered line needs.
+pub struct LineCtx<'a> {
+    pub unix: i64,
+    pub record: u64,
+    pub computer: u32,
+    pub peer: u32,
+    pub flavor: &'a Flavor,
+    pub benign_image: Option<&'static str>,
+    pub success: bool,
+}
+
+/// Renders one event. All variable parts (template, user, ports, domain) come from `rng`.
+pub fn render(ctx: &LineCtx<'_>, rng: &mut Rng) -> String {
+    let weights: [f64; 5] = {
+        let mut w = [0.0; 5];
+        for (i, (_, x)) in ctx.flavor.templates.iter().take(5).enumerate() {
+            w[i] = *x;
+        }
+        w
+    };
+    let ti = rng.weighted_index(&weights).unwrap_or(0);
+    let template = ctx.flavor.templates[ti].0;
+    let user = USERS[rng.below(USERS.len() as u64) as usize];
+    let src_port = rng.range(49152, 65535);
+    let domain = DOMAINS[rng.below(DOMAINS.len() as u64) as usize];
+    let image = ctx.benign_image.unwrap_or(ctx.flavor.image);
+    let command = if ctx.benign_image.is_some() {
+        image
+    } else {
+        ctx.flavor.command
+    };
+    let port = if ctx.benign_image.is_some() {
+        443
+    } else {
+        ctx.flavor.port
+    };
+
+    let mut s = String::with_capacity(360);
+    let provider = if template.sysmon() {
+        "Microsoft-Windows-Sysmon"
+    } else {
+        "Microsoft-Windows-Security-Auditing"
+    };
+    let _ = write!(
+        s,
+        "<Event><System><Provider Name=\"{provider}\"/><EventID>{}</EventID><EventRecordID>{}</EventRecordID><TimeCreated SystemTime=\"{}\"/><Computer>",
+        template.event_id(),
+        ctx.record,
+        lockstep::clock::format_rfc3339_millis(ctx.unix, 0),
+    );
+    push_ip(&mut s, ctx.computer);
+    s.push_str("</Computer></System><EventData>");
+    let data = |s: &mut String, name: &str, value: &str| {
+        let _ = write!(s, "<Data Name=\"{name}\">{value}</Data>");
+    };
+    let data_ip = |s: &mut String, name: &str, addr: u32| {
+        let _ = write!(s, "<Data Name=\"{name}\">");
+        push_ip(s, addr);
+        s.push_str("</Data>");
+    };
+    match template {
+        Logon4624 => {
+            data(&mut s, "TargetUserName", user);
+            data(&mut s, "LogonType", if ctx.success { "3" } else { "10" });
+            data_ip(&mut s, "IpAddress", ctx.peer);
+            let _ = write!(s, "<Data Name=\"IpPort\">{src_port}</Data>");
+        }
+        LogonFailed4625 => {
+            data(&mut s, "TargetUserName", user);
+            data(&mut s, "Status", "0xc000006d");
+            data_ip(&mut s, "IpAddress", ctx.peer);
+        }
+        ExplicitCreds4648 => {
+            data(&mut s, "SubjectUserName", user);
+            data(&mut s, "TargetUserName", "administrator");
+            data_ip(&mut s, "TargetServerName", ctx.peer);
+            data(&mut s, "ProcessName", image);
+        }
+        ProcessCreate4688 => {
+            data(&mut s, "SubjectUserName", user);
+            data(&mut s, "NewProcessName", image);
+            data(&mut s, "CommandLine", command);
+        }
+        KerberosTgt4768 => {
+            data(&mut s, "TargetUserName", user);
+            data(&mut s, "ServiceName", "krbtgt");
+            data(
+                &mut s,
+                "TicketEncryptionType",
+                if ctx.benign_image.is_some() {
+                    "0x12"
+                } else {
+                    "0x17"
+                },
+            );
+            data_ip(&mut s, "IpAddress", ctx.peer);
+        }
+        CredValidation4776 => {
+            data(&mut s, "TargetUserName", user);
+            data(
+                &mut s,
+                "Status",
+                if ctx.success { "0x0" } else { "0xc000006a" },
+            );
+        }
+        SysmonProcess1 => {
+            data(&mut s, "Image", image);
+            data(&mut s, "CommandLine", command);
+            data(&mut s, "User", user);
+        }
+        SysmonNetwork3 => {
+            data(&mut s, "Image", image);
+            data_ip(&mut s, "DestinationIp", ctx.peer);
+            let _ = write!(
+                s,
+                "<Data Name=\"DestinationPort\">{port}</Data><Data Name=\"SourcePort\">{src_port}</Data>"
+            );
+        }
+        SysmonProcessAccess10 => {
+            data(&mut s, "SourceImage", image);
+            data(&mut s, "TargetImage", "C:\\Windows\\system32\\lsass.exe");
+            data(
+                &mut s,
+                "GrantedAccess",
+                if ctx.benign_image.is_some() {
+                    "0x1000"
+                } else {
+                    "0x1fffff"
+                },
+            );
+        }
+        SysmonDns22 => {
+            data(&mut s, "Image", image);
+            data(&mut s, "QueryName", domain);
+        }
+    }
+    s.push_str("</EventData></Event>");
+    s
+}
+
+/// Picks a benign image.
+pub fn benign_image(rng: &mut Rng) -> &'static str {
+    BENIGN_IMAGES[rng.below(BENIGN_IMAGES.len() as u64) as usize]
+}
+
+/// The benign flavour.
+pub const BENIGN: Flavor = fl(BENIGN_TEMPLATES, "svchost.exe", "svchost.exe", 443);
+
+/// FNV-1a, 32 bit: the fixed hash of the encoder.
+pub fn fnv1a(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Tokens are maximal runs of `[A-Za-z0-9._-]`; tokens starting with a digit (timestamps,
+/// addresses, ports, record ids) are skipped, so the encoding says what happened, not when,
+/// except the number right after `EventID` (which event it is).
+pub fn features(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(32);
+    let mut prev_event_id = false;
+    let is_tok = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-';
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_tok(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_tok(bytes[i]) {
+            i += 1;
+        }
+        let tok = &bytes[start..i];
+        let after_id = std::mem::replace(&mut prev_event_id, tok == b"EventID");
+        if tok[0].is_ascii_digit() && !after_id {
+            continue;
+        }
+        let h = fnv1a(tok);
+        out.push(((h & 0x7f) as u8) | (((h >> 31) as u8) << 7));
+    }
+    out
+}
+
+/// Adds the signed token counts of `features` into `acc`.
+pub fn accumulate(acc: &mut [f32; EMBED_DIM], features: &[u8]) {
+    for &f in features {
+        let v = if f & 0x80 != 0 { -1.0 } else { 1.0 };
+        acc[(f & 0x7f) as usize] += v;
+    }
+}
+
+/// Scales to unit L2 norm (sqrt is correctly rounded, so this is portable).
+pub fn normalise(acc: &mut [f32; EMBED_DIM]) {
+    let norm: f32 = acc.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in acc.iter_mut() {
+            *x /= norm;
+        }
+    }
+}
+
+/// Correlator stages: a host climbs one stage when a visible line about it contains one of
+/// the next stage's keywords. Pure string matching, no randomness.
+pub const STAGES: [(&str, &[&str]); 4] = [
+    ("discovery", &["nmap.exe", "nltest.exe"]),
+    (
+        "execution",
+        &[
+            "powershell.exe",
+            "rundll32.exe",
+            "PSEXESVC.exe",
+            "Rubeus.exe",
+            "WINWORD.EXE",
+        ],
+    ),
+    (
+        "credential_access",
+        &["lsass.exe", "whoami.exe", "kerberoast", "schtasks.exe"],
+    ),
+    (
+        "impact",
+        &[
+            "vssadmin.exe",
+            "rclone.exe",
+            "modbus_write.exe",
+            "wevtutil.exe",
+            "SenseService",
+        ],
+    ),
+];
+
+/// The keyword of stage `stage` found in `text`, if any.
+pub fn stage_match(stage: u8, text: &str) -> Option<&'static str> {
+    let (_, words) = STAGES.get(stage as usize)?;
+    words.iter().copied().find(|w| text.contains(w))
+}
+
+/// The `[INCIDENT]` line raised when a host reaches `stage` (1-based).
+pub fn incident_text(unix: i64, stage: u8, host: u32, keyword: &str) -> String {
+    let mut s = String::with_capacity(120);
+    let _ = write!(
+        s,
+        "[INCIDENT] {} stage={} name={} host=",
+        lockstep::clock::format_rfc3339_millis(unix, 0),
+        stage,
+        STAGES[stage as usize - 1].0
+    );
+    push_ip(&mut s, host);
+    let _ = write!(s, " trigger={keyword}");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_reference_values() {
+        // Published FNV-1a 32 test vectors.
+        assert_eq!(fnv1a(b""), 0x811c9dc5);
+        assert_eq!(fnv1a(b"a"), 0xe40c292c);
+        assert_eq!(fnv1a(b"foobar"), 0xbf9cf968);
+    }
+
+    #[test]
+    fn features_skip_numbers_and_keep_words() {
+        let f = features("<Data Name=\"Image\">nmap.exe</Data> 10.0.0.1 2026-01-01T00");
+        // Data, Name, Image, nmap.exe, Data; numbers skipped.
+        assert_eq!(f.len(), 5);
+        assert_eq!(f[0], f[4]);
+        let g = features("<EventID>4624</EventID>");
+        assert_eq!(g.len(), 3);
+    }
+
+    #[test]
+    fn render_is_xml_and_seeded() {
+        let ctx = LineCtx {
+            unix: lockstep::clock::DEFAULT_EPOCH_UNIX,
+            record: 7,
+            computer: crate::topology::ip(10, 0, 0, 5),
+            peer: crate::topology::ip(192, 168, 1, 20),
+            flavor: &RED_FLAVOR[R_DUMP_LSASS],
+            benign_image: None,
+            success: true,
+        };
+        let a = render(&ctx, &mut Rng::new(1, "siem"));
+        let b = render(&ctx, &mut Rng::new(1, "siem"));
+        assert_eq!(a, b);
+        assert!(a.starts_with("<Event><System><Provider Name="), "{a}");
+        assert!(a.contains("2026-01-01T00:00:00.000Z"), "{a}");
+        assert!(a.contains("<Computer>10.0.0.5</Computer>"), "{a}");
+        assert!(a.ends_with("</EventData></Event>"));
+    }
+
+    #[test]
+    fn correlator_stages_in_order() {
+        assert_eq!(stage_match(0, "x nmap.exe y"), Some("nmap.exe"));
+        assert_eq!(stage_match(0, "vssadmin.exe"), None);
+        assert_eq!(stage_match(3, "vssadmin.exe delete"), Some("vssadmin.exe"));
+        assert_eq!(stage_match(4, "anything"), None);
+    }
+}
