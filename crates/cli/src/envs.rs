@@ -27,7 +27,58 @@ const FAMILIES: &[Family] = &[
         names: fixture_names,
         resolve: fixture,
     },
+    Family {
+        names: range_names,
+        resolve: range,
+    },
 ];
+
+fn range_names() -> Vec<String> {
+    lockstep_range::scenarios()
+        .iter()
+        .map(|s| format!("range:{s}"))
+        .collect()
+}
+
+/// `range:SCENARIO[:PRESET][?KEY=VALUE[&KEY=VALUE]...]`: a scenario, an optional preset
+/// (`easy`, `medium`, `hard`), and `Params` fields set by name (values are JSON: numbers,
+/// `true`, or a word taken as a string), e.g. `range:ransomware:medium?max_ticks=25`.
+fn range(name: &str) -> Resolved {
+    let rest = name.strip_prefix("range:")?;
+    Some(range_factory(name, rest))
+}
+
+fn range_factory(name: &str, rest: &str) -> anyhow::Result<Box<dyn EnvFactory>> {
+    use lockstep_canon::{Map, Value};
+    let (head, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (scenario, preset) = match head.split_once(':') {
+        Some((s, p)) => (s, Some(p)),
+        None => (head, None),
+    };
+    let base = lockstep_range::factory(scenario, preset)
+        .map_err(|e| anyhow::anyhow!("env {name:?}: {e}"))?;
+    let mut overrides = Map::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let Some((key, text)) = pair.split_once('=') else {
+            bail!("env {name:?}: {pair:?} is not KEY=VALUE");
+        };
+        let value = lockstep_canon::parse(text.as_bytes())
+            .unwrap_or_else(|_| Value::String(text.to_string()));
+        overrides.insert(key.to_string(), value);
+    }
+    let params = if overrides.is_empty() {
+        base.params().clone()
+    } else {
+        let mut options = Map::new();
+        options.insert("params".into(), Value::Object(overrides));
+        lockstep_range::params_from_options(base.params(), &Value::Object(options))
+            .map_err(|e| anyhow::anyhow!("env {name:?}: {e}"))?
+    };
+    let factory = lockstep_range::RangeFactory::new(params)
+        .map_err(|e| anyhow::anyhow!("env {name:?}: {e}"))?
+        .with_id(name);
+    Ok(Box::new(factory))
+}
 
 fn experiment_names() -> Vec<String> {
     lockstep::experiment::ENV_NAMES

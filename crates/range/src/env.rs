@@ -23,12 +23,22 @@ use crate::{RangeError, AGENTS, N_AGENTS, N_TYPES, RED};
 #[derive(Debug, Clone)]
 pub struct RangeFactory {
     params: Params,
+    /// The env id its instances report; the CLI sets the exact name it resolved, so traces and
+    /// goldens name a configuration that resolves back to the same parameters.
+    id: String,
 }
 
 impl RangeFactory {
     pub fn new(params: Params) -> Result<RangeFactory, RangeError> {
         params.validate()?;
-        Ok(RangeFactory { params })
+        let id = format!("range:{}", params.scenario.name());
+        Ok(RangeFactory { params, id })
+    }
+
+    /// The same factory, its envs reporting `id`.
+    pub fn with_id(mut self, id: impl Into<String>) -> RangeFactory {
+        self.id = id.into();
+        self
     }
 
     pub fn params(&self) -> &Params {
@@ -37,13 +47,15 @@ impl RangeFactory {
 
     /// A concrete env (no boxing).
     pub fn build(&self) -> RangeEnv {
-        RangeEnv::new(self.params.clone()).expect("validated at construction")
+        let mut env = RangeEnv::new(self.params.clone()).expect("validated at construction");
+        env.spec.id = self.id.clone();
+        env
     }
 }
 
 impl EnvFactory for RangeFactory {
     fn id(&self) -> String {
-        format!("range:{}", self.params.scenario.name())
+        self.id.clone()
     }
 
     fn make(&self) -> Result<Box<dyn Env>, EnvError> {
@@ -131,7 +143,9 @@ impl RangeEnv {
         params.validate()?;
         let reshape = obs_layout(&params) != obs_layout(&self.params);
         if params != self.params {
+            let id = std::mem::take(&mut self.spec.id);
             self.spec = build_spec(&params);
+            self.spec.id = id;
             self.params = params;
         }
         self.state = sim::reset(seed, &self.params);

@@ -38,7 +38,7 @@ pub mod sim;
 pub mod topology;
 pub mod value;
 
-pub use env::{factory, render_transition, RangeEnv, RangeFactory};
+pub use env::{factory, params_from_options, render_transition, RangeEnv, RangeFactory};
 pub use error::RangeError;
 pub use params::{scenarios, ExploitRates, Params, Scenario, PRESETS, SCENARIOS};
 pub use rng::Rng;
