@@ -216,7 +216,7 @@ mod tests {
         for at in 0..20 {
             let mut s: String = "abcdefghijklmnopqrst".into();
             s.insert(at, '"');
-            s.insert_str(at + 1, "é");
+            s.insert(at + 1, 'é');
             let py_want = format!("\"{}\\\"\\u00e9{}\"", &s[..at], &s[at + 3..]);
             assert_eq!(py(&s), py_want);
             let js_want = format!("\"{}\\\"é{}\"", &s[..at], &s[at + 3..]);

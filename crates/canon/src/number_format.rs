@@ -24,29 +24,22 @@ impl Decimal {
         let mut buffer = zmij::Buffer::new();
         let text = buffer.format_finite(f.abs()).as_bytes();
         // Some layout of digits, point and exponent: 1234.0 / 12.34 / 0.001234 / 1e+30 /
-        // 1.234e+33 / 1.234e-07.
-        let (mantissa, exponent) = match text.iter().position(|&b| b == b'e') {
+        // 1.234e+33 / 1.234e-07. Read back digits and the decimal exponent only.
+        let (mantissa, exponent) = match text.iter().rposition(|&b| b == b'e') {
             Some(e) => (&text[..e], parse_exponent(&text[e + 1..])),
             None => (text, 0),
         };
         let mut digits = [0u8; 17];
         let mut len = 0usize;
-        let mut integer_digits = 0i32;
-        let mut seen_point = false;
+        // Position of the decimal point, counted in mantissa digits (leading zeros included).
+        let mut point = mantissa.len() as i32;
         let mut leading_zeros = 0i32;
-        for &b in mantissa {
+        for (i, &b) in mantissa.iter().enumerate() {
             if b == b'.' {
-                seen_point = true;
-                continue;
-            }
-            if !seen_point {
-                integer_digits += 1;
-            }
-            if len == 0 && b == b'0' {
+                point = i as i32;
+            } else if len == 0 && b == b'0' {
                 leading_zeros += 1;
-                continue;
-            }
-            if len < digits.len() {
+            } else if len < digits.len() {
                 digits[len] = b;
                 len += 1;
             }
@@ -57,7 +50,7 @@ impl Decimal {
         Decimal {
             digits,
             len,
-            point: integer_digits - leading_zeros + exponent,
+            point: point - leading_zeros + exponent,
         }
     }
 
