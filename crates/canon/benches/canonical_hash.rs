@@ -1,10 +1,13 @@
-//! Canonicalise + SHA-256 of a 10,000-host state (about 2.9 MB of canonical JSON), both
+//! Canonicalise + SHA-256 of a 10,000-host state (3,010,219 bytes of canonical JSON), both
 //! profiles, against serde_jcs on the same state.
 //!
 //! The state generator is SplitMix64 with a fixed seed; `scripts/bench-fingerprint` builds the
 //! same state in Python (same generator, same draw order), so the figures are comparable.
 //!
-//! Run: `cargo bench -p lockstep-canon --bench canonical_hash`
+//! Run: `cargo bench -p lockstep-canon --bench canonical_hash` (`HOSTS=100` for a state that
+//! fits in cache, which separates the writer's own cost from memory latency). The setup
+//! asserts that our JCS bytes equal serde_jcs's and prints the python-profile SHA-256, which
+//! must equal the digest the script prints: `1ebe5079...7519b` for 10,000 hosts.
 
 use std::io;
 
