@@ -30,9 +30,10 @@ pub fn write_value<W: io::Write>(
         allow_nan: profile == Profile::Python,
     };
     match profile {
-        Profile::Python | Profile::PythonStrict => walk.python(value, 0)?,
-        Profile::Jcs => walk.jcs(value, 0)?,
+        Profile::Python | Profile::PythonStrict => walk.python(value, 0),
+        Profile::Jcs => walk.jcs(value, 0),
     }
+    .map_err(|e| Error::Value(*e))?;
     walk.out.finish()?;
     Ok(())
 }
@@ -42,27 +43,32 @@ struct Walk<'a, W: io::Write> {
     allow_nan: bool,
 }
 
-fn refuse(message: impl Into<String>) -> WriteError {
-    WriteError {
+/// What one step of the walk returns. The error is boxed so the happy path returns a single
+/// register through every level of recursion.
+type Walked = Result<(), Box<WriteError>>;
+
+#[cold]
+fn refuse(message: impl Into<String>) -> Box<WriteError> {
+    Box::new(WriteError {
         pointer: String::new(),
         message: message.into(),
-    }
+    })
 }
 
 /// Prepends one JSON Pointer segment (RFC 6901 escaping) to a value error.
 #[cold]
-fn under(segment: impl FnOnce() -> String, mut err: WriteError) -> WriteError {
+fn under(segment: impl FnOnce() -> String, mut err: Box<WriteError>) -> Box<WriteError> {
     let seg = segment().replace('~', "~0").replace('/', "~1");
     err.pointer = format!("/{seg}{}", err.pointer);
     err
 }
 
-fn too_deep() -> WriteError {
+fn too_deep() -> Box<WriteError> {
     refuse(format!("value nested deeper than {MAX_WRITE_DEPTH} levels"))
 }
 
 impl<W: io::Write> Walk<'_, W> {
-    fn python(&mut self, value: &Value, depth: usize) -> Result<(), WriteError> {
+    fn python(&mut self, value: &Value, depth: usize) -> Walked {
         match value {
             Value::Null => self.out.put(b"null"),
             Value::Bool(true) => self.out.put(b"true"),
@@ -105,7 +111,7 @@ impl<W: io::Write> Walk<'_, W> {
         Ok(())
     }
 
-    fn python_number(&mut self, n: &Number) -> Result<(), WriteError> {
+    fn python_number(&mut self, n: &Number) -> Walked {
         match n {
             Number::Int(i) => {
                 let mut buf = itoa::Buffer::new();
@@ -137,7 +143,7 @@ impl<W: io::Write> Walk<'_, W> {
         Ok(())
     }
 
-    fn jcs(&mut self, value: &Value, depth: usize) -> Result<(), WriteError> {
+    fn jcs(&mut self, value: &Value, depth: usize) -> Walked {
         match value {
             Value::Null => self.out.put(b"null"),
             Value::Bool(true) => self.out.put(b"true"),
@@ -180,13 +186,7 @@ impl<W: io::Write> Walk<'_, W> {
         Ok(())
     }
 
-    fn jcs_member(
-        &mut self,
-        i: usize,
-        key: &str,
-        item: &Value,
-        depth: usize,
-    ) -> Result<(), WriteError> {
+    fn jcs_member(&mut self, i: usize, key: &str, item: &Value, depth: usize) -> Walked {
         if i > 0 {
             self.out.byte(b',');
         }
@@ -196,7 +196,7 @@ impl<W: io::Write> Walk<'_, W> {
             .map_err(|e| under(|| key.to_owned(), e))
     }
 
-    fn jcs_number(&mut self, n: &Number) -> Result<(), WriteError> {
+    fn jcs_number(&mut self, n: &Number) -> Walked {
         let f = match n {
             Number::Int(i) => {
                 if i.unsigned_abs() <= 1 << 53 {
