@@ -40,6 +40,9 @@ fn transition() -> Transition {
             },
         );
     }
+    // Distinct contents per agent, so that no agent's array equals another's (the tracer would
+    // reuse the digest of an equal array).
+    step(&mut t, 1, &["adj", "obs", "siem"]);
     t
 }
 
