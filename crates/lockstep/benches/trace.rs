@@ -7,11 +7,13 @@
 //! - `trace/one_key_changed/{cache,no_cache}`: only one key per agent changed (the revision
 //!   cache skips the other two).
 //!
-//! Run: `cargo bench -p lockstep --bench trace`.
+//! Run: `cargo bench -p lockstep --bench trace` (thread CPU time; `LOCKSTEP_BENCH_WALL=1` for
+//! wall time).
 
 use std::collections::BTreeMap;
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::measurement::{Measurement, ValueFormatter, WallTime};
+use criterion::{black_box, Criterion};
 use lockstep::env::{AgentStep, Array, ArrayData, DType, Transition};
 use lockstep::trace::{CacheMode, Tracer};
 use lockstep_canon::{Map, Number, Value};
@@ -75,7 +77,50 @@ fn step(t: &mut Transition, n: u32, keys: &[&str]) {
     ];
 }
 
-fn bench(c: &mut Criterion) {
+/// CPU time of the benchmarking thread (`CLOCK_THREAD_CPUTIME_ID`), so that figures taken on a
+/// shared, loaded machine count only the time this thread actually ran; set
+/// `LOCKSTEP_BENCH_WALL=1` to measure wall time instead.
+struct ThreadCpu;
+
+static WALL: WallTime = WallTime;
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl Measurement for ThreadCpu {
+    type Intermediate = u64;
+    type Value = u64;
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
+    }
+    fn end(&self, start: u64) -> u64 {
+        thread_cpu_ns().saturating_sub(start)
+    }
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+    fn zero(&self) -> u64 {
+        0
+    }
+    fn to_f64(&self, v: &u64) -> f64 {
+        *v as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        WALL.formatter()
+    }
+}
+
+fn bench<M: Measurement + 'static>(c: &mut Criterion<M>) {
     let all = ["adj", "obs", "siem"];
     let one = ["obs"];
     // The two candidate hashes on one agent's worth of bytes (the trace uses BLAKE3).
@@ -124,11 +169,19 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
-        .warm_up_time(std::time::Duration::from_secs(1))
-        .measurement_time(std::time::Duration::from_secs(3));
-    targets = bench
+fn config<M: Measurement>(c: Criterion<M>) -> Criterion<M> {
+    c.warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(3))
 }
-criterion_main!(benches);
+
+fn main() {
+    if std::env::var_os("LOCKSTEP_BENCH_WALL").is_some() {
+        let mut c = config(Criterion::default()).configure_from_args();
+        bench(&mut c);
+        c.final_summary();
+    } else {
+        let mut c = config(Criterion::default().with_measurement(ThreadCpu)).configure_from_args();
+        bench(&mut c);
+        c.final_summary();
+    }
+}
