@@ -1,6 +1,9 @@
-//! String escaping for both profiles, streaming runs of plain bytes in one `write_all`.
+//! String escaping for both profiles: runs of plain bytes are copied whole, 8 bytes are
+//! checked at a time.
 
 use std::io;
+
+use crate::sink::Sink;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -31,6 +34,49 @@ const fn jcs_plain_table() -> [bool; 256] {
 static PYTHON_PLAIN: [bool; 256] = python_plain_table();
 static JCS_PLAIN: [bool; 256] = jcs_plain_table();
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any byte of `w` is zero (exact as an "any" test).
+#[inline]
+fn has_zero_byte(w: u64) -> bool {
+    w.wrapping_sub(ONES) & !w & HIGHS != 0
+}
+
+/// Whether any of the 8 bytes in `w` is not plain for Python: below 0x20, 0x7F or above,
+/// `"` or `\`. Exact as an "any" test (a carry can only start at a byte that is itself
+/// flagged).
+#[inline]
+fn python_word_needs_escape(w: u64) -> bool {
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+    let del_or_high = (w.wrapping_add(ONES) | w) & HIGHS;
+    below_space | del_or_high != 0
+        || has_zero_byte(w ^ (ONES * 0x22))
+        || has_zero_byte(w ^ (ONES * 0x5c))
+}
+
+/// As [`python_word_needs_escape`] for JCS: below 0x20, `"` or `\`.
+#[inline]
+fn jcs_word_needs_escape(w: u64) -> bool {
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+    below_space != 0 || has_zero_byte(w ^ (ONES * 0x22)) || has_zero_byte(w ^ (ONES * 0x5c))
+}
+
+/// The first index at or after `i` worth looking at byte by byte: skips whole 8-byte words
+/// that need no escape.
+#[inline]
+fn skip_plain_words(bytes: &[u8], mut i: usize, needs_escape: fn(u64) -> bool) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if needs_escape(u64::from_le_bytes(word)) {
+            break;
+        }
+        i += 8;
+    }
+    i
+}
+
 fn short_escape(b: u8) -> Option<&'static [u8]> {
     Some(match b {
         b'"' => b"\\\"",
@@ -57,25 +103,25 @@ fn u_escape(unit: u16) -> [u8; 6] {
 
 /// `"..."` as Python's `json.dumps(ensure_ascii=True)` writes it: everything outside printable
 /// ASCII as lowercase `\uxxxx` (astral chars as a surrogate pair), 0x7F included.
-pub(crate) fn python_string<W: io::Write>(s: &str, out: &mut W) -> io::Result<()> {
-    out.write_all(b"\"")?;
+pub(crate) fn python_string<W: io::Write>(s: &str, out: &mut Sink<'_, W>) {
+    out.byte(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        if PYTHON_PLAIN[b as usize] {
+        i = skip_plain_words(bytes, i, python_word_needs_escape);
+        while i < bytes.len() && PYTHON_PLAIN[bytes[i] as usize] {
             i += 1;
-            continue;
         }
+        let Some(&b) = bytes.get(i) else { break };
         if start < i {
-            out.write_all(&bytes[start..i])?;
+            out.put(&bytes[start..i]);
         }
         if let Some(esc) = short_escape(b) {
-            out.write_all(esc)?;
+            out.put(esc);
             i += 1;
         } else if b < 0x80 {
-            out.write_all(&u_escape(u16::from(b)))?;
+            out.put(&u_escape(u16::from(b)));
             i += 1;
         } else {
             // `s` is valid UTF-8, so this char decodes; escape it as UTF-16 units.
@@ -86,40 +132,44 @@ pub(crate) fn python_string<W: io::Write>(s: &str, out: &mut W) -> io::Result<()
             for (k, &unit) in encoded.iter().enumerate() {
                 escaped[k * 6..k * 6 + 6].copy_from_slice(&u_escape(unit));
             }
-            out.write_all(&escaped[..encoded.len() * 6])?;
+            out.put(&escaped[..encoded.len() * 6]);
             i += c.len_utf8();
         }
         start = i;
     }
     if start < bytes.len() {
-        out.write_all(&bytes[start..])?;
+        out.put(&bytes[start..]);
     }
-    out.write_all(b"\"")
+    out.byte(b'"');
 }
 
 /// `"..."` as RFC 8785 section 3.2.2.2 writes it: only `"`, `\` and controls escaped
 /// (`\b \t \n \f \r` short, the rest as lowercase `\u00xx`), everything else as raw UTF-8.
-pub(crate) fn jcs_string<W: io::Write>(s: &str, out: &mut W) -> io::Result<()> {
-    out.write_all(b"\"")?;
+pub(crate) fn jcs_string<W: io::Write>(s: &str, out: &mut Sink<'_, W>) {
+    out.byte(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if JCS_PLAIN[b as usize] {
-            continue;
+    let mut i = 0;
+    while i < bytes.len() {
+        i = skip_plain_words(bytes, i, jcs_word_needs_escape);
+        while i < bytes.len() && JCS_PLAIN[bytes[i] as usize] {
+            i += 1;
         }
+        let Some(&b) = bytes.get(i) else { break };
         if start < i {
-            out.write_all(&bytes[start..i])?;
+            out.put(&bytes[start..i]);
         }
         match short_escape(b) {
-            Some(esc) => out.write_all(esc)?,
-            None => out.write_all(&u_escape(u16::from(b)))?,
+            Some(esc) => out.put(esc),
+            None => out.put(&u_escape(u16::from(b))),
         }
-        start = i + 1;
+        i += 1;
+        start = i;
     }
     if start < bytes.len() {
-        out.write_all(&bytes[start..])?;
+        out.put(&bytes[start..]);
     }
-    out.write_all(b"\"")
+    out.byte(b'"');
 }
 
 #[cfg(test)]
@@ -128,14 +178,50 @@ mod tests {
 
     fn py(s: &str) -> String {
         let mut v = Vec::new();
-        python_string(s, &mut v).unwrap();
+        let mut sink = Sink::new(&mut v);
+        python_string(s, &mut sink);
+        sink.finish().unwrap();
         String::from_utf8(v).unwrap()
     }
 
     fn js(s: &str) -> String {
         let mut v = Vec::new();
-        jcs_string(s, &mut v).unwrap();
+        let mut sink = Sink::new(&mut v);
+        jcs_string(s, &mut sink);
+        sink.finish().unwrap();
         String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn word_tests_agree_with_byte_tables() {
+        // Every byte value in every lane, among plain filler.
+        for lane in 0..8 {
+            for b in 0..=255u8 {
+                let mut word = [b'a'; 8];
+                word[lane] = b;
+                let w = u64::from_le_bytes(word);
+                assert_eq!(
+                    python_word_needs_escape(w),
+                    !PYTHON_PLAIN[b as usize],
+                    "{b:#x}@{lane}"
+                );
+                assert_eq!(
+                    jcs_word_needs_escape(w),
+                    !JCS_PLAIN[b as usize],
+                    "{b:#x}@{lane}"
+                );
+            }
+        }
+        // Long strings go through the word loop: escapes at every offset.
+        for at in 0..20 {
+            let mut s: String = "abcdefghijklmnopqrst".into();
+            s.insert(at, '"');
+            s.insert(at + 1, 'é');
+            let py_want = format!("\"{}\\\"\\u00e9{}\"", &s[..at], &s[at + 3..]);
+            assert_eq!(py(&s), py_want);
+            let js_want = format!("\"{}\\\"é{}\"", &s[..at], &s[at + 3..]);
+            assert_eq!(js(&s), js_want);
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod escape;
 mod number_format;
 mod parser;
 mod serde_impls;
+mod sink;
 mod value;
 mod writer;
 

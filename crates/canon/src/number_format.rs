@@ -2,8 +2,10 @@
 //!
 //! Why our own: Rust's `{}` float printing breaks exact ties differently from Python on a small
 //! share of doubles, and serde_json changed its float output in a patch release. We take only
-//! the shortest round-trip *digits* from `ryu` (which agrees with Python's `repr` and with
-//! ECMAScript's Number::toString on the digits) and lay them out ourselves, once per profile.
+//! the shortest round-trip *digits* from `zmij` (which agree with `ryu`, Python's `repr` and
+//! ECMAScript's Number::toString) and lay them out ourselves, once per profile. Whatever
+//! layout zmij picks, [`Decimal::of`] reads back just digits and exponent, so a change in its
+//! layout cannot reach our bytes.
 
 /// The shortest round-trip decimal digits of a finite, non-zero double's magnitude:
 /// `value = 0.d1 d2 ... dn × 10^point`.
@@ -19,31 +21,25 @@ impl Decimal {
     /// Digits of `|f|`. `f` must be finite and non-zero.
     pub(crate) fn of(f: f64) -> Decimal {
         debug_assert!(f.is_finite() && f != 0.0);
-        let mut buffer = ryu::Buffer::new();
+        let mut buffer = zmij::Buffer::new();
         let text = buffer.format_finite(f.abs()).as_bytes();
-        // ryu writes one of: 1234.0 / 12.34 / 0.001234 / 1e30 / 1.234e33 / 1.234e-7
-        let (mantissa, exponent) = match text.iter().position(|&b| b == b'e') {
+        // Some layout of digits, point and exponent: 1234.0 / 12.34 / 0.001234 / 1e+30 /
+        // 1.234e+33 / 1.234e-07. Read back digits and the decimal exponent only.
+        let (mantissa, exponent) = match text.iter().rposition(|&b| b == b'e') {
             Some(e) => (&text[..e], parse_exponent(&text[e + 1..])),
             None => (text, 0),
         };
         let mut digits = [0u8; 17];
         let mut len = 0usize;
-        let mut integer_digits = 0i32;
-        let mut seen_point = false;
+        // Position of the decimal point, counted in mantissa digits (leading zeros included).
+        let mut point = mantissa.len() as i32;
         let mut leading_zeros = 0i32;
-        for &b in mantissa {
+        for (i, &b) in mantissa.iter().enumerate() {
             if b == b'.' {
-                seen_point = true;
-                continue;
-            }
-            if !seen_point {
-                integer_digits += 1;
-            }
-            if len == 0 && b == b'0' {
+                point = i as i32;
+            } else if len == 0 && b == b'0' {
                 leading_zeros += 1;
-                continue;
-            }
-            if len < digits.len() {
+            } else if len < digits.len() {
                 digits[len] = b;
                 len += 1;
             }
@@ -54,7 +50,7 @@ impl Decimal {
         Decimal {
             digits,
             len,
-            point: integer_digits - leading_zeros + exponent,
+            point: point - leading_zeros + exponent,
         }
     }
 

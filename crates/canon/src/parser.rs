@@ -160,10 +160,10 @@ impl<'a> Parser<'a> {
                             }
                             Some(b']') => {
                                 self.pos += 1;
-                                let Some(Frame::Array(items)) = stack.pop() else {
-                                    unreachable!("top frame is an array")
+                                value = match stack.pop() {
+                                    Some(Frame::Array(items)) => Value::Array(items),
+                                    _ => return Err(self.error("internal error: lost an array")),
                                 };
-                                value = Value::Array(items);
                             }
                             _ => return Err(self.expected("',' or ']' in an array")),
                         }
@@ -191,10 +191,10 @@ impl<'a> Parser<'a> {
                             }
                             Some(b'}') => {
                                 self.pos += 1;
-                                let Some(Frame::Object(map, _, _)) = stack.pop() else {
-                                    unreachable!("top frame is an object")
+                                value = match stack.pop() {
+                                    Some(Frame::Object(map, _, _)) => Value::Object(map),
+                                    _ => return Err(self.error("internal error: lost an object")),
                                 };
-                                value = Value::Object(map);
                             }
                             _ => return Err(self.expected("',' or '}' in an object")),
                         }

@@ -10,6 +10,7 @@ use crate::escape::{jcs_string, python_string};
 use crate::number_format::{
     exact_f64_of_decimal, exact_f64_of_i64, jcs_float, python_float, NumberBuffer,
 };
+use crate::sink::Sink;
 use crate::{Error, Map, Number, Profile, Value, WriteError};
 
 /// Deepest nesting the writer accepts. Recursion stays far from the stack limit, even on a
@@ -24,74 +25,73 @@ pub fn write_value<W: io::Write>(
     profile: Profile,
     out: &mut W,
 ) -> Result<(), Error> {
+    let mut walk = Walk {
+        out: Sink::new(out),
+        allow_nan: profile == Profile::Python,
+    };
     match profile {
-        Profile::Python => Walk {
-            out,
-            allow_nan: true,
-        }
-        .python(value, 0),
-        Profile::PythonStrict => Walk {
-            out,
-            allow_nan: false,
-        }
-        .python(value, 0),
-        Profile::Jcs => Walk {
-            out,
-            allow_nan: false,
-        }
-        .jcs(value, 0),
+        Profile::Python | Profile::PythonStrict => walk.python(value, 0),
+        Profile::Jcs => walk.jcs(value, 0),
     }
+    .map_err(|e| Error::Value(*e))?;
+    walk.out.finish()?;
+    Ok(())
 }
 
-struct Walk<'a, W> {
-    out: &'a mut W,
+struct Walk<'a, W: io::Write> {
+    out: Sink<'a, W>,
     allow_nan: bool,
 }
 
-fn refuse(message: impl Into<String>) -> Error {
-    Error::Value(WriteError {
+/// What one step of the walk returns. The error is boxed so the happy path returns a single
+/// register through every level of recursion.
+type Walked = Result<(), Box<WriteError>>;
+
+#[cold]
+fn refuse(message: impl Into<String>) -> Box<WriteError> {
+    Box::new(WriteError {
         pointer: String::new(),
         message: message.into(),
     })
 }
 
 /// Prepends one JSON Pointer segment (RFC 6901 escaping) to a value error.
-fn under(segment: impl FnOnce() -> String, err: Error) -> Error {
-    match err {
-        Error::Value(mut e) => {
-            let seg = segment().replace('~', "~0").replace('/', "~1");
-            e.pointer = format!("/{seg}{}", e.pointer);
-            Error::Value(e)
-        }
-        other => other,
-    }
+#[cold]
+fn under(segment: impl FnOnce() -> String, mut err: Box<WriteError>) -> Box<WriteError> {
+    let seg = segment().replace('~', "~0").replace('/', "~1");
+    err.pointer = format!("/{seg}{}", err.pointer);
+    err
 }
 
-fn too_deep() -> Error {
+fn too_deep() -> Box<WriteError> {
     refuse(format!("value nested deeper than {MAX_WRITE_DEPTH} levels"))
 }
 
 impl<W: io::Write> Walk<'_, W> {
-    fn python(&mut self, value: &Value, depth: usize) -> Result<(), Error> {
+    fn python(&mut self, value: &Value, depth: usize) -> Walked {
         match value {
-            Value::Null => self.out.write_all(b"null")?,
-            Value::Bool(true) => self.out.write_all(b"true")?,
-            Value::Bool(false) => self.out.write_all(b"false")?,
+            Value::Null => self.out.put(b"null"),
+            Value::Bool(true) => self.out.put(b"true"),
+            Value::Bool(false) => self.out.put(b"false"),
             Value::Number(n) => self.python_number(n)?,
-            Value::String(s) => python_string(s, self.out)?,
+            Value::String(s) => python_string(s, &mut self.out),
             Value::Array(items) => {
                 if depth >= MAX_WRITE_DEPTH {
                     return Err(too_deep());
                 }
-                self.out.write_all(b"[")?;
+                prefetch_items(items);
+                self.out.byte(b'[');
                 for (i, item) in items.iter().enumerate() {
+                    if let Some(v) = items.get(i + PREFETCH_MEMBERS) {
+                        prefetch_value(v);
+                    }
                     if i > 0 {
-                        self.out.write_all(b",")?;
+                        self.out.byte(b',');
                     }
                     self.python(item, depth + 1)
                         .map_err(|e| under(|| i.to_string(), e))?;
                 }
-                self.out.write_all(b"]")?;
+                self.out.byte(b']');
             }
             Value::Object(map) => {
                 if depth >= MAX_WRITE_DEPTH {
@@ -99,33 +99,39 @@ impl<W: io::Write> Walk<'_, W> {
                 }
                 // A BTreeMap<String, _> iterates in UTF-8 byte order = code-point order,
                 // which is the order of Python's `sort_keys`.
-                self.out.write_all(b"{")?;
+                prefetch_members(map);
+                let mut ahead = map.iter().skip(PREFETCH_MEMBERS);
+                self.out.byte(b'{');
                 for (i, (key, item)) in map.iter().enumerate() {
-                    if i > 0 {
-                        self.out.write_all(b",")?;
+                    if let Some((k, v)) = ahead.next() {
+                        prefetch(k.as_ptr());
+                        prefetch_value(v);
                     }
-                    python_string(key, self.out)?;
-                    self.out.write_all(b":")?;
+                    if i > 0 {
+                        self.out.byte(b',');
+                    }
+                    python_string(key, &mut self.out);
+                    self.out.byte(b':');
                     self.python(item, depth + 1)
                         .map_err(|e| under(|| key.clone(), e))?;
                 }
-                self.out.write_all(b"}")?;
+                self.out.byte(b'}');
             }
         }
         Ok(())
     }
 
-    fn python_number(&mut self, n: &Number) -> Result<(), Error> {
+    fn python_number(&mut self, n: &Number) -> Walked {
         match n {
             Number::Int(i) => {
                 let mut buf = itoa::Buffer::new();
-                self.out.write_all(buf.format(*i).as_bytes())?;
+                self.out.put(buf.format(*i).as_bytes());
             }
-            Number::BigInt(digits) => self.out.write_all(digits.as_bytes())?,
+            Number::BigInt(digits) => self.out.put(digits.as_bytes()),
             Number::Float(f) if f.is_finite() => {
                 let mut buf = NumberBuffer::new();
                 python_float(*f, &mut buf);
-                self.out.write_all(buf.as_bytes())?;
+                self.out.put(buf.as_bytes());
             }
             Number::Float(f) => {
                 let word: &[u8] = if f.is_nan() {
@@ -141,40 +147,50 @@ impl<W: io::Write> Walk<'_, W> {
                         String::from_utf8_lossy(word)
                     )));
                 }
-                self.out.write_all(word)?;
+                self.out.put(word);
             }
         }
         Ok(())
     }
 
-    fn jcs(&mut self, value: &Value, depth: usize) -> Result<(), Error> {
+    fn jcs(&mut self, value: &Value, depth: usize) -> Walked {
         match value {
-            Value::Null => self.out.write_all(b"null")?,
-            Value::Bool(true) => self.out.write_all(b"true")?,
-            Value::Bool(false) => self.out.write_all(b"false")?,
+            Value::Null => self.out.put(b"null"),
+            Value::Bool(true) => self.out.put(b"true"),
+            Value::Bool(false) => self.out.put(b"false"),
             Value::Number(n) => self.jcs_number(n)?,
-            Value::String(s) => jcs_string(s, self.out)?,
+            Value::String(s) => jcs_string(s, &mut self.out),
             Value::Array(items) => {
                 if depth >= MAX_WRITE_DEPTH {
                     return Err(too_deep());
                 }
-                self.out.write_all(b"[")?;
+                prefetch_items(items);
+                self.out.byte(b'[');
                 for (i, item) in items.iter().enumerate() {
+                    if let Some(v) = items.get(i + PREFETCH_MEMBERS) {
+                        prefetch_value(v);
+                    }
                     if i > 0 {
-                        self.out.write_all(b",")?;
+                        self.out.byte(b',');
                     }
                     self.jcs(item, depth + 1)
                         .map_err(|e| under(|| i.to_string(), e))?;
                 }
-                self.out.write_all(b"]")?;
+                self.out.byte(b']');
             }
             Value::Object(map) => {
                 if depth >= MAX_WRITE_DEPTH {
                     return Err(too_deep());
                 }
-                self.out.write_all(b"{")?;
+                prefetch_members(map);
+                self.out.byte(b'{');
                 if utf8_order_is_utf16_order(map) {
+                    let mut ahead = map.iter().skip(PREFETCH_MEMBERS);
                     for (i, (key, item)) in map.iter().enumerate() {
+                        if let Some((k, v)) = ahead.next() {
+                            prefetch(k.as_ptr());
+                            prefetch_value(v);
+                        }
                         self.jcs_member(i, key, item, depth)?;
                     }
                 } else {
@@ -184,29 +200,29 @@ impl<W: io::Write> Walk<'_, W> {
                         self.jcs_member(i, key, item, depth)?;
                     }
                 }
-                self.out.write_all(b"}")?;
+                self.out.byte(b'}');
             }
         }
         Ok(())
     }
 
-    fn jcs_member(&mut self, i: usize, key: &str, item: &Value, depth: usize) -> Result<(), Error> {
+    fn jcs_member(&mut self, i: usize, key: &str, item: &Value, depth: usize) -> Walked {
         if i > 0 {
-            self.out.write_all(b",")?;
+            self.out.byte(b',');
         }
-        jcs_string(key, self.out)?;
-        self.out.write_all(b":")?;
+        jcs_string(key, &mut self.out);
+        self.out.byte(b':');
         self.jcs(item, depth + 1)
             .map_err(|e| under(|| key.to_owned(), e))
     }
 
-    fn jcs_number(&mut self, n: &Number) -> Result<(), Error> {
+    fn jcs_number(&mut self, n: &Number) -> Walked {
         let f = match n {
             Number::Int(i) => {
                 if i.unsigned_abs() <= 1 << 53 {
                     // Exact as a double and printed by ECMAScript as the plain integer.
                     let mut buf = itoa::Buffer::new();
-                    self.out.write_all(buf.format(*i).as_bytes())?;
+                    self.out.put(buf.format(*i).as_bytes());
                     return Ok(());
                 }
                 exact_f64_of_i64(*i).ok_or_else(|| {
@@ -233,8 +249,51 @@ impl<W: io::Write> Walk<'_, W> {
         }
         let mut buf = NumberBuffer::new();
         jcs_float(f, &mut buf);
-        self.out.write_all(buf.as_bytes())?;
+        self.out.put(buf.as_bytes());
         Ok(())
+    }
+}
+
+/// How many members of a container have their allocations prefetched when the walk enters
+/// it. The walk is bound by memory latency (every key, string and array is its own
+/// allocation, scattered on the heap); asking for them together lets the misses overlap
+/// instead of stalling one after another. Measured on the 10,000-host benchmark state:
+/// 10-20% faster; a hint only, it never changes a byte.
+const PREFETCH_MEMBERS: usize = 32;
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address, and has no effect
+    // on program state.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[inline(always)]
+fn prefetch_value(v: &Value) {
+    match v {
+        Value::String(s) => prefetch(s.as_ptr()),
+        Value::Array(items) => prefetch(items.as_ptr().cast()),
+        _ => {}
+    }
+}
+
+#[inline]
+fn prefetch_members(map: &Map) {
+    for (k, v) in map.iter().take(PREFETCH_MEMBERS) {
+        prefetch(k.as_ptr());
+        prefetch_value(v);
+    }
+}
+
+#[inline]
+fn prefetch_items(items: &[Value]) {
+    for v in items.iter().take(PREFETCH_MEMBERS) {
+        prefetch_value(v);
     }
 }
 

@@ -11,7 +11,11 @@ fn lockstep(args: &[&str], stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start lockstep");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    // The child may exit before reading (a bad argument, a missing file): a broken pipe here
+    // is expected then, and the exit status and stderr below are what the tests check.
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    let _ = pipe.write_all(stdin);
+    drop(pipe);
     child.wait_with_output().expect("lockstep runs")
 }
 

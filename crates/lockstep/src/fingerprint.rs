@@ -51,6 +51,7 @@ pub struct HashWriter {
 
 impl HashWriter {
     const CAPACITY: usize = 16 * 1024;
+    const DIRECT: usize = 4096;
 
     pub fn new() -> Self {
         HashWriter {
@@ -89,14 +90,15 @@ impl io::Write for HashWriter {
     #[inline]
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.total += bytes.len() as u64;
-        if bytes.len() <= Self::CAPACITY - self.len {
+        if bytes.len() <= Self::CAPACITY - self.len && bytes.len() < Self::DIRECT {
             self.buffer[self.len..self.len + bytes.len()].copy_from_slice(bytes);
             self.len += bytes.len();
             return Ok(());
         }
         self.hasher.update(&self.buffer[..self.len]);
         self.len = 0;
-        if bytes.len() >= Self::CAPACITY {
+        if bytes.len() >= Self::DIRECT {
+            // Large chunks (the canonical writer hands over 8 KiB at a time) skip the copy.
             self.hasher.update(bytes);
         } else {
             self.buffer[..bytes.len()].copy_from_slice(bytes);

@@ -35,7 +35,10 @@ fuzz_target!(|data: &[u8]| {
         allow_nan: true,
     };
     let back = parse_with(&python, &reparse_options).expect("python output parses");
-    assert!(same(&back, &value), "python output does not parse back to the value");
+    assert!(
+        same(&back, &value),
+        "python output does not parse back to the value"
+    );
     let again = to_vec(&back, Profile::Python).expect("rewrite");
     assert_eq!(again, python, "python output is not a fixed point");
     // The strict profiles may refuse (NaN, inexact integers) but must never panic, and what
@@ -44,8 +47,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(strict, python);
     }
     if let Ok(jcs) = to_vec(&value, Profile::Jcs) {
-        let parsed = parse_with(&jcs, &ParseOptions { max_depth: 128, allow_nan: false })
-            .expect("jcs output parses");
+        let parsed = parse_with(
+            &jcs,
+            &ParseOptions {
+                max_depth: 128,
+                allow_nan: false,
+            },
+        )
+        .expect("jcs output parses");
         // An integer-looking JCS number may be one a double only approximates (2^60 is
         // written 1152921504606847000), which JCS then refuses as an integer; when the
         // rewrite succeeds it must give the same bytes.
