@@ -13,7 +13,7 @@
 //!
 //! | name | fault | caught by | first divergence |
 //! |---|---|---|---|
-//! | `fixture:global-rng` | `noise` from a process-global RNG reseeded at reset | interleaved, parallel | step 1, `blue`, `noise` |
+//! | `fixture:global-rng` | `noise` from a process-global RNG reseeded at reset | interleaved, parallel | step 1, `blue`, `noise` (parallel: step 0 or 1, threads race) |
 //! | `fixture:wall-clock` | a heartbeat log line holds the wall clock | same, interleaved, process, parallel | step 5, logs line 2 |
 //! | `fixture:hash-order` | `hosts` in `HashMap` iteration order (random per map) | same, interleaved, process, parallel | step 0, `blue`, `hosts` |
 //! | `fixture:sticky-cache` | reset keeps the `seen` cache of the last episode | same (rollouts on one instance) | step 0, `blue`, `seen` |

@@ -102,8 +102,9 @@ fn global_rng_is_caught_by_interleaved_and_parallel() {
         other => panic!("no element detail: {other:?}"),
     }
     assert_eq!(d.note, None, "interleaving in one thread is deterministic");
+    // Threads race for the shared generator from their resets on: step 0 or 1.
     let p = outcome(&all, ParallelWorkers).divergence.as_ref().unwrap();
-    assert_eq!((p.step, p.key()), (1, "noise"));
+    assert!(p.step <= 1 && p.key() == "noise", "{p:?}");
 }
 
 #[test]
