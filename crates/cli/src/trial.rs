@@ -11,7 +11,7 @@ use lockstep::check::{
 use lockstep::env::EnvFactory;
 use lockstep::golden::Golden;
 use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
-use lockstep::report::{AuditRecord, CheckOutcome, GoldenOutcome, Trial};
+use lockstep::report::{AuditRecord, CheckOutcome, GoldenOutcome, Timeline, Trial};
 use lockstep_canon::Value;
 
 use crate::cmd::check::TrialContext;
@@ -144,7 +144,13 @@ fn check_record(name: &str, o: &ReplayOutcome) -> CheckOutcome {
         passed: o.passed,
         summary: o.summary.clone(),
         divergence: o.divergence.as_ref().map(|d| json(&d.to_value())),
-        timeline: None,
+        timeline: o.timeline.as_ref().map(|(left, right)| Timeline {
+            left_label: o.left.clone(),
+            right_label: o.right.clone(),
+            left: left.iter().map(|d| d.to_hex()).collect(),
+            right: right.iter().map(|d| d.to_hex()).collect(),
+            first_divergent_step: o.divergence.as_ref().map(|d| d.step),
+        }),
     }
 }
 

@@ -215,6 +215,10 @@ pub struct CheckOutcome {
     /// differ (present when it passes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub divergence: Option<Divergence>,
+    /// On a failure, the per-step digests of the two runs compared (`left`, `right`): the
+    /// report draws them as a timeline with the first divergent step marked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<(Vec<Digest>, Vec<Digest>)>,
 }
 
 impl CheckOutcome {
@@ -326,6 +330,23 @@ impl Ctx<'_> {
             episode: reference.trace.episode,
             transitions: reference.trace.step_digests.len() as u64,
             divergence,
+            timeline: None,
+        }
+    }
+
+    /// A failed outcome, with the timeline of the two runs compared.
+    fn failed(
+        &self,
+        (left_run, right_run): (&Recorded, &Recorded),
+        left: String,
+        right: String,
+        divergence: Divergence,
+        summary: String,
+    ) -> CheckOutcome {
+        let digests = |r: &Recorded| r.trace.step_digests.iter().map(|s| s.digest).collect();
+        CheckOutcome {
+            timeline: Some((digests(left_run), digests(right_run))),
+            ..self.outcome(left_run, left, right, Some(divergence), false, summary)
         }
     }
 
@@ -387,7 +408,7 @@ impl Ctx<'_> {
                 let d = localise(&runs, &again, &c);
                 let (l, r) = (label(c.left), label(c.right));
                 let summary = self.fail_summary(&d, &l, &r);
-                Ok(self.outcome(&runs[0], l, r, Some(d), false, summary))
+                Ok(self.failed((&runs[c.left], &runs[c.right]), l, r, d, summary))
             }
         }
     }
@@ -510,7 +531,7 @@ impl Ctx<'_> {
                     "env {i} of {n} (seeds {seeds}): {}",
                     self.fail_summary(&d, &l, &r)
                 );
-                Ok(self.outcome(&solos[0], l, r, Some(d), false, summary))
+                Ok(self.failed((&solos[i], &runs[i]), l, r, d, summary))
             }
         }
     }
@@ -590,7 +611,7 @@ impl Ctx<'_> {
                     .map_err(CheckError::Runner)?;
                 let d = localise_pair((&here, &here_again), (&child, &child_again), d);
                 let summary = self.fail_summary(&d, &l, &r);
-                Ok(self.outcome(&here, l, r, Some(d), false, summary))
+                Ok(self.failed((&here, &child), l, r, d, summary))
             }
         }
     }

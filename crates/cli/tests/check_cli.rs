@@ -1,0 +1,304 @@
+//! End-to-end tests of `lockstep check` and `lockstep report merge` on the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn lockstep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .env_remove("CI")
+        .output()
+        .expect("the lockstep binary runs")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("check_cli")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn check(args: &[&str], out: &Path) -> Output {
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    lockstep(&all)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn python() -> String {
+    std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Validates a report against docs/report.schema.json with Python's `jsonschema` (installed
+/// into the test venv by ./scripts/test).
+fn assert_valid_report(report: &Path) {
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.schema.json");
+    let script = "import json, sys, jsonschema\n\
+                  schema = json.load(open(sys.argv[1]))\n\
+                  jsonschema.Draft202012Validator.check_schema(schema)\n\
+                  jsonschema.validate(json.load(open(sys.argv[2])), schema)\n";
+    let out = Command::new(python())
+        .args(["-c", script])
+        .arg(&schema)
+        .arg(report)
+        .output()
+        .expect("python runs (set LOCKSTEP_PYTHON, or run ./scripts/test)");
+    assert!(
+        out.status.success(),
+        "{} does not validate against the schema: {}",
+        report.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn default_run_passes_and_writes_a_valid_report() {
+    let out = out_dir("default");
+    let o = check(&[], &out);
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for env in [
+        "experiment",
+        "range:ransomware",
+        "range:apt_espionage",
+        "range:ot_stuxnet",
+    ] {
+        assert!(text.contains(env), "table names {env}:\n{text}");
+    }
+    assert!(text.contains("all checks pass"));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.starts_with("lockstep "),
+        "version and seeds first: {stderr}"
+    );
+    assert_valid_report(&out.join("report.json"));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("id=\"summary\""));
+}
+
+#[test]
+fn partial_reset_is_explained_by_the_cache_field() {
+    let out = out_dir("partial");
+    let o = check(
+        &[
+            "experiment:partial-reset",
+            "--seeds",
+            "0..2",
+            "--steps",
+            "5",
+        ],
+        &out,
+    );
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL experiment:partial-reset seed 0"));
+    assert!(text.contains("different fields: cache"), "{text}");
+    assert!(text.contains("changed /cache: null -> 0"), "{text}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let audit = &report["trials"][1]["audit"];
+    assert_eq!(audit["conforms"], false);
+    assert_eq!(audit["different_fields"], serde_json::json!(["cache"]));
+    // Seed 1's retained choice points to the wrong side: conformity and success both fail,
+    // and they are reported apart.
+    assert_eq!(audit["success"], false);
+    assert_eq!(report["trials"][0]["audit"]["success"], true);
+    assert_valid_report(&out.join("report.json"));
+}
+
+#[test]
+fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
+    // (env, check that must fail, text its explanation must hold)
+    let cases = [
+        ("fixture:global-rng", "interleaved", "agent blue, obs noise"),
+        ("fixture:hash-order", "process", "fresh process"),
+        ("fixture:sticky-cache", "same", "rollout 2 (same instance)"),
+        (
+            "fixture:late-divergence",
+            "same",
+            "step 51, agent blue, obs tick",
+        ),
+    ];
+    for (env, failing, explanation) in cases {
+        let out = out_dir(&env.replace(':', "-"));
+        let o = check(&[env, "--seeds", "1", "--steps", "60"], &out);
+        let text = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{env} must fail:\n{text}");
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{failing} check:")))
+            .unwrap_or_else(|| panic!("{env}: no failing {failing} check in\n{text}"));
+        assert!(line.contains(explanation), "{env}: {line}");
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        let check = report["trials"][0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == failing)
+            .unwrap()
+            .clone();
+        assert_eq!(check["passed"], false);
+        let timeline = &check["timeline"];
+        assert_eq!(
+            timeline["first_divergent_step"], check["divergence"]["step"],
+            "{env}: the timeline marks the first divergent step"
+        );
+    }
+}
+
+#[test]
+fn jobs_and_shards_give_the_single_thread_report_byte_for_byte() {
+    let args = [
+        "experiment",
+        "experiment:partial-reset",
+        "range:ransomware",
+        "--seeds",
+        "0..5",
+        "--steps",
+        "20",
+    ];
+    let single = out_dir("single");
+    let o = check(&args, &single);
+    assert_eq!(o.status.code(), Some(1));
+    let reference = std::fs::read(single.join("report.json")).unwrap();
+
+    let jobs = out_dir("jobs");
+    let mut with_jobs = args.to_vec();
+    with_jobs.extend_from_slice(&["--jobs", "2"]);
+    check(&with_jobs, &jobs);
+    assert!(
+        std::fs::read(jobs.join("report.json")).unwrap() == reference,
+        "--jobs 2 differs from --jobs 1"
+    );
+
+    let mut shard_files = Vec::new();
+    for shard in ["2/3", "1/3", "3/3"] {
+        let dir = out_dir(&format!("shard{}", &shard[..1]));
+        let mut sharded = args.to_vec();
+        sharded.extend_from_slice(&["--shard", shard]);
+        check(&sharded, &dir);
+        let file = dir.join("report.json");
+        assert!(
+            std::fs::read(&file).unwrap() != reference,
+            "a shard holds only part of the run"
+        );
+        shard_files.push(file);
+    }
+    let merged = out_dir("merged");
+    let mut merge = vec!["report", "merge"];
+    let names: Vec<String> = shard_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    merge.extend(names.iter().map(String::as_str));
+    merge.extend_from_slice(&["--out", merged.to_str().unwrap()]);
+    let o = lockstep(&merge);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the merged run fails as the single run does"
+    );
+    assert!(
+        std::fs::read(merged.join("report.json")).unwrap() == reference,
+        "merged shards differ from the single run"
+    );
+    assert_eq!(
+        std::fs::read(merged.join("report.html")).unwrap(),
+        std::fs::read(single.join("report.html")).unwrap()
+    );
+
+    // An incomplete set of shards is refused, not silently merged.
+    let o = lockstep(&[
+        "report",
+        "merge",
+        &names[0],
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is missing"));
+}
+
+#[test]
+fn goldens_are_verified_in_the_report() {
+    let dir = out_dir("golden");
+    std::fs::create_dir_all(&dir).unwrap();
+    let golden = dir.join("fixture-3.json");
+    let o = lockstep(&[
+        "golden",
+        "record",
+        "--env",
+        "fixture",
+        "--seed",
+        "3",
+        "--steps",
+        "10",
+        golden.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = check(
+        &[
+            "fixture",
+            "--seeds",
+            "1",
+            "--steps",
+            "10",
+            "--golden",
+            golden.to_str().unwrap(),
+        ],
+        &dir.join("ok"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+
+    // The same golden claimed for a drifted env fails, naming the step.
+    let text = std::fs::read_to_string(&golden).unwrap();
+    std::fs::write(
+        &golden,
+        text.replace("\"env\": \"fixture\"", "\"env\": \"fixture:drift\""),
+    )
+    .unwrap();
+    let o = check(
+        &[
+            "fixture",
+            "--seeds",
+            "1",
+            "--steps",
+            "10",
+            "--golden",
+            golden.to_str().unwrap(),
+        ],
+        &dir.join("drift"),
+    );
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL golden"), "{text}");
+    assert!(text.contains("drifted at step"), "{text}");
+}
+
+#[test]
+fn bad_usage_is_an_error_with_exit_2() {
+    let out = out_dir("usage");
+    for (args, message) in [
+        (vec!["no-such-env"], "unknown env"),
+        (vec!["fixture", "--seeds", "5..5"], "names no seed"),
+        (vec!["fixture", "--shard", "3/2"], "1 <= I <= N"),
+        (vec!["fixture", "--checks", "same,bogus"], "unknown check"),
+        (vec!["--cmd"], "--cmd needs"),
+    ] {
+        let o = check(&args, &out);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+}
