@@ -5,7 +5,9 @@
 //! [`FAMILIES`]: how its names are listed, and how one resolves.
 
 use anyhow::bail;
+use lockstep::check::ProcessRunner;
 use lockstep::env::EnvFactory;
+use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
 
 /// What resolving a name gives: `None` when the name is not of the family.
 type Resolved = Option<anyhow::Result<Box<dyn EnvFactory>>>;
@@ -123,6 +125,73 @@ pub fn resolve(name: &str) -> anyhow::Result<Box<dyn EnvFactory>> {
         }
     }
     bail!("unknown env {name:?}; known envs: {}", known().join(", "))
+}
+
+/// Where an env comes from: a built-in name, or an external command speaking the protocol.
+pub enum EnvSource {
+    Named(Box<dyn EnvFactory>, crate::cmd::trace::ChildRunner),
+    External(ProcessEnvFactory),
+}
+
+impl EnvSource {
+    /// Resolves a built-in name, or, with `argv`, the external command.
+    pub fn resolve(name: &str, argv: Option<&[String]>) -> anyhow::Result<EnvSource> {
+        Ok(match argv {
+            Some(argv) => EnvSource::External(ProcessEnvFactory::new(
+                argv.to_vec(),
+                ProcessOptions::default(),
+            )),
+            None => EnvSource::Named(resolve(name)?, crate::cmd::trace::ChildRunner::current()?),
+        })
+    }
+
+    pub fn factory(&self) -> &dyn EnvFactory {
+        match self {
+            EnvSource::Named(f, _) => f.as_ref(),
+            EnvSource::External(f) => f,
+        }
+    }
+
+    /// The other-process runner: this executable re-run for a built-in env, a fresh child
+    /// for an external one.
+    pub fn runner(&self) -> &dyn ProcessRunner {
+        match self {
+            EnvSource::Named(_, runner) => runner,
+            EnvSource::External(f) => f,
+        }
+    }
+}
+
+/// What the user named: a built-in env, or an external command.
+pub enum EnvTarget {
+    Name(String),
+    Command(Vec<String>),
+}
+
+impl EnvSource {
+    /// Resolves `--env NAME` or `--cmd -- ARGV...` (exactly one of them).
+    pub fn from_args(
+        env: Option<&str>,
+        cmd: bool,
+        argv: &[String],
+    ) -> anyhow::Result<(EnvSource, EnvTarget)> {
+        match (env, cmd) {
+            (Some(_), true) => bail!("give --env NAME or --cmd -- ARGV..., not both"),
+            (None, true) if argv.is_empty() => {
+                bail!("--cmd needs the environment's command after `--`")
+            }
+            (None, true) => Ok((
+                EnvSource::resolve("", Some(argv))?,
+                EnvTarget::Command(argv.to_vec()),
+            )),
+            (_, false) if !argv.is_empty() => bail!("a command after `--` needs --cmd"),
+            (Some(name), false) => Ok((
+                EnvSource::resolve(name, None)?,
+                EnvTarget::Name(name.to_string()),
+            )),
+            (None, false) => bail!("name an env with --env NAME, or --cmd -- ARGV..."),
+        }
+    }
 }
 
 #[cfg(test)]

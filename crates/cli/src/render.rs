@@ -86,6 +86,14 @@ pub fn summary_text(report: &Report) -> String {
             }
         }
     }
+    if !report.goldens.is_empty() {
+        let reproduced = report.goldens.iter().filter(|g| g.passed).count();
+        let _ = writeln!(
+            out,
+            "goldens: {reproduced}/{} reproduced",
+            report.goldens.len()
+        );
+    }
     for g in report.goldens.iter().filter(|g| !g.passed) {
         let _ = writeln!(out, "\nFAIL golden {}: {}", g.file, g.summary);
     }

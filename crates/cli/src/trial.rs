@@ -5,54 +5,14 @@
 use std::path::Path;
 
 use lockstep::audit::{audit_trial, inferred_contract, TrialRecord};
-use lockstep::check::{
-    run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome, ProcessRunner,
-};
+use lockstep::check::{run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome};
 use lockstep::env::EnvFactory;
 use lockstep::golden::Golden;
-use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
 use lockstep::report::{AuditRecord, CheckOutcome, GoldenOutcome, Timeline, Trial};
 use lockstep_canon::Value;
 
 use crate::cmd::check::TrialContext;
-
-/// Where an env comes from: a built-in name, or an external command speaking the protocol.
-pub enum EnvSource {
-    Named(Box<dyn EnvFactory>, crate::cmd::trace::ChildRunner),
-    External(ProcessEnvFactory),
-}
-
-impl EnvSource {
-    /// Resolves a built-in name, or, with `argv`, the external command.
-    pub fn resolve(name: &str, argv: Option<&[String]>) -> anyhow::Result<EnvSource> {
-        Ok(match argv {
-            Some(argv) => EnvSource::External(ProcessEnvFactory::new(
-                argv.to_vec(),
-                ProcessOptions::default(),
-            )),
-            None => EnvSource::Named(
-                crate::envs::resolve(name)?,
-                crate::cmd::trace::ChildRunner::current()?,
-            ),
-        })
-    }
-
-    pub fn factory(&self) -> &dyn EnvFactory {
-        match self {
-            EnvSource::Named(f, _) => f.as_ref(),
-            EnvSource::External(f) => f,
-        }
-    }
-
-    /// The other-process runner: this executable re-run for a built-in env, a fresh child
-    /// for an external one.
-    fn runner(&self) -> &dyn ProcessRunner {
-        match self {
-            EnvSource::Named(_, runner) => runner,
-            EnvSource::External(f) => f,
-        }
-    }
-}
+use crate::envs::EnvSource;
 
 /// Runs the audit and the chosen replay checks of `env_id` for `seed`.
 pub fn run_trial(env_id: &str, source: &EnvSource, seed: u64, ctx: &TrialContext) -> Trial {

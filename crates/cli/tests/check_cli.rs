@@ -243,7 +243,7 @@ fn goldens_are_verified_in_the_report() {
         "--seed",
         "3",
         "--steps",
-        "10",
+        "30",
         golden.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -260,6 +260,11 @@ fn goldens_are_verified_in_the_report() {
         &dir.join("ok"),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("goldens: 1/1 reproduced"),
+        "{}",
+        stdout(&o)
+    );
 
     // The same golden claimed for a drifted env fails, naming the step.
     let text = std::fs::read_to_string(&golden).unwrap();
@@ -283,7 +288,7 @@ fn goldens_are_verified_in_the_report() {
     let text = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(text.contains("FAIL golden"), "{text}");
-    assert!(text.contains("drifted at step"), "{text}");
+    assert!(text.contains("drifted at step 20"), "{text}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use anyhow::{bail, Context};
 use lockstep::report::{render_html, Report, RunParams, Shard, Trial, CHECK_NAMES};
 
-use crate::trial::EnvSource;
+use crate::envs::EnvSource;
 
 /// Environments checked when none are named: the seed-000 experiment env and three range
 /// scenarios.

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use lockstep::trace::{CacheMode, Tracer};
 use lockstep_range::{
     sim, ActionSampler, JointAction, Params, RangeEnv, Scenario, AGENTS, N_AGENTS, N_TYPES,
 };
@@ -48,6 +49,10 @@ struct RunArgs {
     policy: Policy,
     #[arg(long, default_value_t = 1)]
     episodes: u64,
+    /// Also print each episode's trace digest (lockstep's framed digest of every
+    /// observation, reward, flag, info and log line; see docs/trace.md).
+    #[arg(long)]
+    trace: bool,
 }
 
 #[derive(clap::Args)]
@@ -109,7 +114,11 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
             .seed
             .checked_add(k)
             .context("seed + episode overflows u64")?;
-        env.reset_with(seed, params.clone())?;
+        let start = env.reset_with(seed, params.clone())?;
+        let mut tracer = Tracer::new(CacheMode::On);
+        if a.trace {
+            tracer.record(start)?;
+        }
         let mut sampler = ActionSampler::new(seed);
         let mut totals = [0.0f64; N_AGENTS];
         let mut steps = 0u64;
@@ -125,6 +134,9 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
                 };
             }
             env.step_joint(&joint).map_err(|e| anyhow::anyhow!("{e}"))?;
+            if a.trace {
+                tracer.record(env.transition())?;
+            }
             steps += 1;
             let core = env.core();
             for (ag, t) in totals.iter_mut().enumerate() {
@@ -153,6 +165,9 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
             core.tick,
             rewards.join(" ")
         );
+        if a.trace {
+            println!("episode {k} trace {}", tracer.episode().to_hex());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

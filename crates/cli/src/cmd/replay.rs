@@ -11,14 +11,20 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use lockstep::check::{run_check, CheckConfig, CheckKind, CheckOutcome};
 
-use crate::cmd::trace::ChildRunner;
-use crate::envs;
+use crate::envs::{EnvSource, EnvTarget};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Environment name (e.g. `fixture`, `fixture:global-rng`).
-    #[arg(long)]
-    pub env: String,
+    /// Environment name (e.g. `fixture`, `fixture:global-rng`, `range:ransomware`).
+    #[arg(long, required_unless_present = "cmd")]
+    pub env: Option<String>,
+    /// Check an external env: the command after `--` serves it over the lockstep protocol,
+    /// e.g. `--cmd -- python -m lockstep_adapter gymnasium CartPole-v1`.
+    #[arg(long, conflicts_with = "env")]
+    pub cmd: bool,
+    /// The external env's command line (after `--`), never passed through a shell.
+    #[arg(last = true)]
+    pub argv: Vec<String>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Steps per rollout after the reset (fewer when the episode ends first).
@@ -63,24 +69,37 @@ fn quote(s: &str) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (source, target) = EnvSource::from_args(args.env.as_deref(), args.cmd, &args.argv)?;
     let kinds = args
         .checks
         .iter()
         .map(|s| s.trim().parse::<CheckKind>().map_err(anyhow::Error::msg))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let version = env!("CARGO_PKG_VERSION");
-    println!(
-        "lockstep {version} replay --env {} --seed {} --steps {}",
-        quote(&args.env),
-        args.seed,
-        args.steps
-    );
-    let factory = envs::resolve(&args.env)?;
+    let command = |checks: &str| {
+        let which = match &target {
+            EnvTarget::Name(n) => format!("--env {}", quote(n)),
+            EnvTarget::Command(_) => "--cmd".to_string(),
+        };
+        let argv = match &target_argv(&target) {
+            Some(argv) => format!(
+                " -- {}",
+                argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+            ),
+            None => String::new(),
+        };
+        format!(
+            "lockstep replay {which} --seed {} --steps {}{checks}{argv}",
+            args.seed, args.steps
+        )
+    };
+    println!("lockstep {version} {}", &command("")["lockstep ".len()..]);
+    let factory = source.factory();
     let cfg = CheckConfig::new(args.seed, args.steps);
-    let runner = ChildRunner::current()?;
+    let runner = source.runner();
     let mut outcomes = Vec::with_capacity(kinds.len());
     for kind in kinds {
-        let o = run_check(kind, factory.as_ref(), &cfg, Some(&runner))?;
+        let o = run_check(kind, factory, &cfg, Some(runner))?;
         let mark = if o.passed { "ok  " } else { "FAIL" };
         println!("{mark} {:<17} {}", o.check.name(), o.summary);
         if let Some(note) = o.divergence.as_ref().and_then(|d| d.note.as_ref()) {
@@ -93,19 +112,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let failed: Vec<&CheckOutcome> = outcomes.iter().filter(|o| !o.passed).collect();
     let replay = (!failed.is_empty()).then(|| {
         let names: Vec<&str> = failed.iter().map(|o| o.check.short()).collect();
-        format!(
-            "lockstep replay --env {} --seed {} --steps {} --checks {}",
-            quote(&args.env),
-            args.seed,
-            args.steps,
-            names.join(",")
-        )
+        command(&format!(" --checks {}", names.join(",")))
     });
     if let Some(path) = &args.json {
         let report = Report {
             format: "lockstep/replay/v1",
             lockstep: version,
-            env: &args.env,
+            env: &factory.id(),
             seed: args.seed,
             steps: args.steps,
             passed: failed.is_empty(),
@@ -127,5 +140,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("replay the failures with: {cmd}");
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+fn target_argv(target: &EnvTarget) -> Option<&[String]> {
+    match target {
+        EnvTarget::Name(_) => None,
+        EnvTarget::Command(argv) => Some(argv),
     }
 }

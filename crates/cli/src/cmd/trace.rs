@@ -16,9 +16,15 @@ use crate::envs;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Environment name (e.g. `fixture`, `fixture:global-rng`).
-    #[arg(long)]
-    pub env: String,
+    /// Environment name (e.g. `fixture`, `fixture:global-rng`, `range:ransomware`).
+    #[arg(long, required_unless_present = "cmd")]
+    pub env: Option<String>,
+    /// Trace an external env: the command after `--` serves it over the lockstep protocol.
+    #[arg(long, conflicts_with = "env")]
+    pub cmd: bool,
+    /// The external env's command line (after `--`), never passed through a shell.
+    #[arg(last = true)]
+    pub argv: Vec<String>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Steps after the reset (fewer when the episode ends first).
@@ -45,10 +51,10 @@ struct Output {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let factory = envs::resolve(&args.env)?;
-    let mut env = factory
-        .make()
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.env))?;
+    let (source, _) = envs::EnvSource::from_args(args.env.as_deref(), args.cmd, &args.argv)?;
+    let factory = source.factory();
+    let name = factory.id();
+    let mut env = factory.make().map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     let opts = RolloutOptions {
         capture: args.capture,
         cache: if args.no_cache {
@@ -59,7 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..RolloutOptions::default()
     };
     let r = rollout(env.as_mut(), args.seed, args.steps, &opts)
-        .with_context(|| format!("env {}, seed {}", args.env, args.seed))?;
+        .with_context(|| format!("env {name}, seed {}", args.seed))?;
     if args.json {
         let captured = r
             .captured
