@@ -56,6 +56,14 @@ impl SeedTree {
             rng: ChaCha8Rng::from_seed(self.key(label)),
         }
     }
+
+    /// The stream named `label`, advanced to `position` ([`Stream::position`]) in constant
+    /// time: how a saved episode state restores its random streams.
+    pub fn stream_at(&self, label: &str, position: u128) -> Stream {
+        let mut stream = self.stream(label);
+        stream.rng.set_word_pos(position);
+        stream
+    }
 }
 
 /// A deterministic stream of random words with lockstep's own sampling helpers.
@@ -65,6 +73,11 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// How many 32-bit words have been drawn from this stream (a `u64` draw takes two).
+    pub fn position(&self) -> u128 {
+        self.rng.get_word_pos()
+    }
+
     /// Next 32-bit word.
     pub fn next_u32(&mut self) -> u32 {
         self.rng.next_u32()
@@ -231,6 +244,22 @@ for seed, label in [(0, "topology"), (42, "actions/blue_dmz"), (2**64 - 1, ""), 
         assert_eq!(a, a2);
         assert_ne!(a, b);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn a_stream_restored_at_its_position_continues_identically() {
+        let tree = SeedTree::new(11);
+        let mut a = tree.stream("siem");
+        a.next_u32();
+        for _ in 0..37 {
+            a.normal(0.0, 1.0);
+        }
+        assert_eq!(a.position(), 1 + 37 * 4);
+        let mut b = tree.stream_at("siem", a.position());
+        for _ in 0..20 {
+            assert_eq!(a.next_u64(), b.next_u64());
+        }
+        assert_eq!(a, b);
     }
 
     #[test]
