@@ -9,6 +9,8 @@ use lockstep::check::ProcessRunner;
 use lockstep::env::EnvFactory;
 use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
 
+use crate::child_runner::ChildRunner;
+
 /// What resolving a name gives: `None` when the name is not of the family.
 type Resolved = Option<anyhow::Result<Box<dyn EnvFactory>>>;
 
@@ -42,44 +44,14 @@ fn range_names() -> Vec<String> {
         .collect()
 }
 
-/// `range:SCENARIO[:PRESET][?KEY=VALUE[&KEY=VALUE]...]`: a scenario, an optional preset
-/// (`easy`, `medium`, `hard`), and `Params` fields set by name (values are JSON: numbers,
-/// `true`, or a word taken as a string), e.g. `range:ransomware:medium?max_ticks=25`.
+/// `range:SCENARIO[:PRESET][?KEY=VALUE&...]` (see `lockstep_range::name`).
 fn range(name: &str) -> Resolved {
-    let rest = name.strip_prefix("range:")?;
-    Some(range_factory(name, rest))
-}
-
-fn range_factory(name: &str, rest: &str) -> anyhow::Result<Box<dyn EnvFactory>> {
-    use lockstep_canon::{Map, Value};
-    let (head, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let (scenario, preset) = match head.split_once(':') {
-        Some((s, p)) => (s, Some(p)),
-        None => (head, None),
-    };
-    let base = lockstep_range::factory(scenario, preset)
-        .map_err(|e| anyhow::anyhow!("env {name:?}: {e}"))?;
-    let mut overrides = Map::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let Some((key, text)) = pair.split_once('=') else {
-            bail!("env {name:?}: {pair:?} is not KEY=VALUE");
-        };
-        let value = lockstep_canon::parse(text.as_bytes())
-            .unwrap_or_else(|_| Value::String(text.to_string()));
-        overrides.insert(key.to_string(), value);
-    }
-    let params = if overrides.is_empty() {
-        base.params().clone()
-    } else {
-        let mut options = Map::new();
-        options.insert("params".into(), Value::Object(overrides));
-        lockstep_range::params_from_options(base.params(), &Value::Object(options))
-            .map_err(|e| anyhow::anyhow!("env {name:?}: {e}"))?
-    };
-    let factory = lockstep_range::RangeFactory::new(params)
-        .map_err(|e| anyhow::anyhow!("env {name:?}: {e}"))?
-        .with_id(name);
-    Ok(Box::new(factory))
+    let found = lockstep_range::factory_from_name(name)?;
+    Some(
+        found
+            .map(|f| Box::new(f) as Box<dyn EnvFactory>)
+            .map_err(|e| anyhow::anyhow!("env {name:?}: {e}")),
+    )
 }
 
 fn experiment_names() -> Vec<String> {
@@ -127,22 +99,77 @@ pub fn resolve(name: &str) -> anyhow::Result<Box<dyn EnvFactory>> {
     bail!("unknown env {name:?}; known envs: {}", known().join(", "))
 }
 
+/// The flags that name an external environment, shared by `check`, `replay` and `trace`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExternalEnvArgs {
+    /// Check an external environment: the command after `--` serves it over the lockstep
+    /// protocol (docs/protocol.md), e.g. `--cmd -- python -m lockstep_adapter gymnasium CartPole-v1`.
+    #[arg(long)]
+    pub cmd: bool,
+    /// Seconds an external environment may take to answer one request before it is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// The external environment's command line (after `--`), never passed through a shell.
+    #[arg(last = true)]
+    pub argv: Vec<String>,
+}
+
+impl ExternalEnvArgs {
+    /// The command line, when `--cmd` names one; an error for half of the pair.
+    pub fn command(&self) -> anyhow::Result<Option<&[String]>> {
+        match (self.cmd, self.argv.is_empty()) {
+            (true, true) => bail!("--cmd needs the environment's command after `--`"),
+            (false, false) => bail!("a command after `--` needs --cmd"),
+            (true, false) => Ok(Some(&self.argv)),
+            (false, true) => Ok(None),
+        }
+    }
+
+    fn options(&self) -> anyhow::Result<ProcessOptions> {
+        if !(self.timeout.is_finite() && self.timeout > 0.0 && self.timeout <= 86_400.0) {
+            bail!(
+                "--timeout {} must be a number of seconds in (0, 86400]",
+                self.timeout
+            );
+        }
+        Ok(ProcessOptions {
+            request_timeout: std::time::Duration::from_secs_f64(self.timeout),
+            ..ProcessOptions::default()
+        })
+    }
+}
+
 /// Where an env comes from: a built-in name, or an external command speaking the protocol.
 pub enum EnvSource {
-    Named(Box<dyn EnvFactory>, crate::cmd::trace::ChildRunner),
+    Named(Box<dyn EnvFactory>, ChildRunner),
     External(ProcessEnvFactory),
 }
 
 impl EnvSource {
-    /// Resolves a built-in name, or, with `argv`, the external command.
-    pub fn resolve(name: &str, argv: Option<&[String]>) -> anyhow::Result<EnvSource> {
-        Ok(match argv {
-            Some(argv) => EnvSource::External(ProcessEnvFactory::new(
-                argv.to_vec(),
-                ProcessOptions::default(),
-            )),
-            None => EnvSource::Named(resolve(name)?, crate::cmd::trace::ChildRunner::current()?),
-        })
+    /// A built-in env by name.
+    pub fn named(name: &str) -> anyhow::Result<EnvSource> {
+        Ok(EnvSource::Named(resolve(name)?, ChildRunner::current()?))
+    }
+
+    /// The external env of `--cmd -- ARGV...`.
+    pub fn external(args: &ExternalEnvArgs) -> anyhow::Result<Option<EnvSource>> {
+        let Some(argv) = args.command()? else {
+            return Ok(None);
+        };
+        Ok(Some(EnvSource::External(ProcessEnvFactory::new(
+            argv.to_vec(),
+            args.options()?,
+        ))))
+    }
+
+    /// `--env NAME` or `--cmd -- ARGV...`, exactly one of them.
+    pub fn one(env: Option<&str>, external: &ExternalEnvArgs) -> anyhow::Result<EnvSource> {
+        match (env, EnvSource::external(external)?) {
+            (Some(_), Some(_)) => bail!("give --env NAME or --cmd -- ARGV..., not both"),
+            (Some(name), None) => EnvSource::named(name),
+            (None, Some(source)) => Ok(source),
+            (None, None) => bail!("name an env with --env NAME, or --cmd -- ARGV..."),
+        }
     }
 
     pub fn factory(&self) -> &dyn EnvFactory {
@@ -158,38 +185,6 @@ impl EnvSource {
         match self {
             EnvSource::Named(_, runner) => runner,
             EnvSource::External(f) => f,
-        }
-    }
-}
-
-/// What the user named: a built-in env, or an external command.
-pub enum EnvTarget {
-    Name(String),
-    Command(Vec<String>),
-}
-
-impl EnvSource {
-    /// Resolves `--env NAME` or `--cmd -- ARGV...` (exactly one of them).
-    pub fn from_args(
-        env: Option<&str>,
-        cmd: bool,
-        argv: &[String],
-    ) -> anyhow::Result<(EnvSource, EnvTarget)> {
-        match (env, cmd) {
-            (Some(_), true) => bail!("give --env NAME or --cmd -- ARGV..., not both"),
-            (None, true) if argv.is_empty() => {
-                bail!("--cmd needs the environment's command after `--`")
-            }
-            (None, true) => Ok((
-                EnvSource::resolve("", Some(argv))?,
-                EnvTarget::Command(argv.to_vec()),
-            )),
-            (_, false) if !argv.is_empty() => bail!("a command after `--` needs --cmd"),
-            (Some(name), false) => Ok((
-                EnvSource::resolve(name, None)?,
-                EnvTarget::Name(name.to_string()),
-            )),
-            (None, false) => bail!("name an env with --env NAME, or --cmd -- ARGV..."),
         }
     }
 }

@@ -5,9 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod child_runner;
 mod cmd;
 mod envs;
 mod render;
+mod shell;
 mod trial;
 
 /// Prove or disprove "fixed seed, same episode" for agent and RL environments.

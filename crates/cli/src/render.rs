@@ -97,15 +97,15 @@ pub fn summary_text(report: &Report) -> String {
     for g in report.goldens.iter().filter(|g| !g.passed) {
         let _ = writeln!(out, "\nFAIL golden {}: {}", g.file, g.summary);
     }
-    let _ = writeln!(
-        out,
-        "\n{}",
-        if report.passed {
-            "all checks pass"
-        } else {
-            "some checks fail"
-        }
-    );
+    let errors: u64 = report.summary.iter().map(|s| s.errors).sum();
+    let verdict = if errors > 0 {
+        format!("{errors} trial(s) hit an environment error: their results are incomplete")
+    } else if report.passed {
+        "all checks pass".to_string()
+    } else {
+        "some checks fail".to_string()
+    };
+    let _ = writeln!(out, "\n{verdict}");
     out
 }
 

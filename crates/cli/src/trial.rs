@@ -1,6 +1,6 @@
 //! One trial of `lockstep check`: the reset-contract audit and the replay checks of one
-//! (env, seed), turned into report records. An error stops only the part it hit: what was
-//! gathered before it stays in the report.
+//! (env, seed), turned into report records. An error stops only the part it hit (the audit, or
+//! one check): the other parts still run, and what was gathered stays in the report.
 
 use std::path::Path;
 
@@ -24,30 +24,27 @@ pub fn run_trial(env_id: &str, source: &EnvSource, seed: u64, ctx: &TrialContext
         checks: Vec::new(),
         error: None,
     };
+    let mut errors = Vec::new();
     match audit(factory, seed, ctx.steps) {
         Ok(record) => trial.audit = Some(record),
-        Err(e) => {
-            trial.error = Some(format!("reset-contract audit: {e}"));
-            return trial;
-        }
+        Err(e) => errors.push(format!("reset-contract audit: {e:#}")),
     }
     let runner = source.runner();
     let cfg = CheckConfig::new(seed, ctx.steps);
     for name in ctx.checks {
-        let kind: CheckKind = match name.parse() {
-            Ok(k) => k,
-            Err(e) => {
-                trial.error = Some(e);
-                break;
-            }
-        };
-        match run_check(kind, factory, &cfg, Some(runner)) {
+        let outcome = name
+            .parse::<CheckKind>()
+            .map_err(|e| e.to_string())
+            .and_then(|kind| {
+                run_check(kind, factory, &cfg, Some(runner)).map_err(|e| e.to_string())
+            });
+        match outcome {
             Ok(outcome) => trial.checks.push(check_record(name, &outcome)),
-            Err(e) => {
-                trial.error = Some(e.to_string());
-                break;
-            }
+            Err(e) => errors.push(format!("{name} check: {e}")),
         }
+    }
+    if !errors.is_empty() {
+        trial.error = Some(errors.join("; "));
     }
     trial
 }
@@ -114,8 +111,9 @@ fn check_record(name: &str, o: &ReplayOutcome) -> CheckOutcome {
     }
 }
 
-/// Verifies one golden file against the env it names.
-pub fn verify_golden(path: &Path) -> GoldenOutcome {
+/// Verifies one golden file against the env it names. The flag is true when the file could not
+/// be verified at all (unreadable, unknown env, env error), as opposed to verified and drifted.
+pub fn verify_golden(path: &Path) -> (GoldenOutcome, bool) {
     let file = path.display().to_string();
     let mut outcome = GoldenOutcome {
         file: file.clone(),
@@ -129,7 +127,7 @@ pub fn verify_golden(path: &Path) -> GoldenOutcome {
         Ok(g) => g,
         Err(e) => {
             outcome.summary = e.to_string();
-            return outcome;
+            return (outcome, true);
         }
     };
     outcome.env = Some(golden.env.clone());
@@ -138,24 +136,25 @@ pub fn verify_golden(path: &Path) -> GoldenOutcome {
         Ok(f) => f,
         Err(e) => {
             outcome.summary = format!("{e:#}");
-            return outcome;
+            return (outcome, true);
         }
     };
-    match lockstep::golden::verify(factory.as_ref(), &golden) {
-        Ok(v) => {
-            outcome.passed = v.passed;
-            outcome.divergence = v.divergence.as_ref().map(|d| json(&d.to_value()));
-            outcome.summary = match &v.divergence {
-                None => format!("episode {} reproduced", golden.episode.short()),
-                Some(d) => format!(
-                    "drifted at step {}; to accept: lockstep golden update {file} --reason \"...\"",
-                    d.step
-                ),
-            };
+    let v = match lockstep::golden::verify(factory.as_ref(), &golden) {
+        Ok(v) => v,
+        Err(e) => {
+            outcome.summary = e.to_string();
+            return (outcome, true);
         }
-        Err(e) => outcome.summary = e.to_string(),
-    }
-    outcome
+    };
+    outcome.passed = v.passed;
+    outcome.divergence = v.divergence.as_ref().map(|d| json(&d.to_value()));
+    let next = format!("to accept the current run: lockstep golden update {file} --reason \"...\"");
+    outcome.summary = match (&v.divergence, v.passed) {
+        (_, true) => format!("episode {} reproduced", golden.episode.short()),
+        (Some(d), false) => format!("drifted at step {}; {next}", d.step),
+        (None, false) => format!("not reproduced ({}); {next}", v.notes.join("; ")),
+    };
+    (outcome, false)
 }
 
 /// The report carries plain JSON; NaN (never in our own records) would become null.

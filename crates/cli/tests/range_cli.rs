@@ -133,3 +133,45 @@ fn bench_prints_steps_per_second_last() {
         .unwrap();
     assert!(rate > 0.0);
 }
+
+/// `range run --trace` drives the range with lockstep's own action sampler, so its digest is
+/// the one `lockstep trace` (and so every golden file) computes for the same name and seed.
+#[test]
+fn range_run_trace_equals_lockstep_trace() {
+    let exe = env!("CARGO_BIN_EXE_lockstep");
+    let run = std::process::Command::new(exe)
+        .args([
+            "range",
+            "run",
+            "--scenario",
+            "ransomware",
+            "--seed",
+            "1",
+            "--max-ticks",
+            "30",
+            "--trace",
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let text = String::from_utf8(run.stdout).unwrap();
+    let from_run = text
+        .lines()
+        .find_map(|l| l.strip_prefix("episode 0 trace "))
+        .expect("a trace line")
+        .to_string();
+    let trace = std::process::Command::new(exe)
+        .args([
+            "trace",
+            "--env",
+            "range:ransomware?max_ticks=30",
+            "--seed",
+            "1",
+            "--steps",
+            "1000",
+        ])
+        .output()
+        .unwrap();
+    assert!(trace.status.success());
+    assert_eq!(String::from_utf8(trace.stdout).unwrap().trim(), from_run);
+}

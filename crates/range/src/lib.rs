@@ -28,6 +28,7 @@
 pub mod actions;
 mod env;
 mod error;
+pub mod name;
 pub mod obs;
 pub mod params;
 pub mod physics;
@@ -40,6 +41,7 @@ pub mod value;
 
 pub use env::{factory, params_from_options, render_transition, RangeEnv, RangeFactory};
 pub use error::RangeError;
+pub use name::factory_from_name;
 pub use params::{scenarios, ExploitRates, Params, Scenario, PRESETS, SCENARIOS};
 pub use rng::Rng;
 pub use sampler::{scripted_action, ActionSampler};

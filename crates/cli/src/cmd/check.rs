@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use anyhow::{bail, Context};
 use lockstep::report::{render_html, Report, RunParams, Shard, Trial, CHECK_NAMES};
 
-use crate::envs::EnvSource;
+use crate::envs::{EnvSource, ExternalEnvArgs};
 
 /// Environments checked when none are named: the seed-000 experiment env and three range
 /// scenarios.
@@ -29,13 +29,8 @@ pub struct Args {
     /// Environments to check (see `lockstep replay --help` for names). Default: the seed-000
     /// experiment env and range:ransomware, range:apt_espionage, range:ot_stuxnet.
     envs: Vec<String>,
-    /// Check an external environment: the command after `--` serves it over the lockstep
-    /// protocol (docs/protocol.md), e.g. `--cmd -- python -m lockstep_adapter gymnasium CartPole-v1`.
-    #[arg(long)]
-    cmd: bool,
-    /// The external environment's command line (after `--`), never passed through a shell.
-    #[arg(last = true)]
-    argv: Vec<String>,
+    #[command(flatten)]
+    external: ExternalEnvArgs,
     /// Seeds: a count N (seeds 0..N) or a half-open range A..B.
     #[arg(long, default_value = "0..3")]
     seeds: String,
@@ -92,16 +87,17 @@ pub fn parse_seeds(text: &str) -> anyhow::Result<Vec<u64>> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut envs = args.envs.clone();
-    if args.cmd {
-        if args.argv.is_empty() {
-            bail!("--cmd needs the environment's command after `--`");
-        }
-        envs.push(lockstep::protocol::display_argv(&args.argv));
-    } else if !args.argv.is_empty() {
-        bail!("a command after `--` needs --cmd");
+    let external = EnvSource::external(&args.external)?;
+    if external.is_some() {
+        envs.push(lockstep::protocol::display_argv(&args.external.argv));
     }
     if envs.is_empty() {
         envs = DEFAULT_ENVS.iter().map(|s| s.to_string()).collect();
+    }
+    for (i, e) in envs.iter().enumerate() {
+        if envs[..i].contains(e) {
+            bail!("env {e:?} is named twice");
+        }
     }
     for c in &args.checks {
         if !CHECK_NAMES.contains(&c.as_str()) {
@@ -142,15 +138,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     );
 
-    let external = args.cmd.then_some(args.argv.as_slice());
-    let factories = envs
-        .iter()
-        .enumerate()
-        .map(|(i, id)| {
-            let argv = external.filter(|_| i + 1 == envs.len());
-            EnvSource::resolve(id, argv).map(|f| (id.clone(), f))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut external = external;
+    let mut factories = Vec::with_capacity(envs.len());
+    for (i, id) in envs.iter().enumerate() {
+        // The external env, when there is one, is the last name in the list.
+        let source = match external.take_if(|_| i + 1 == envs.len()) {
+            Some(source) => source,
+            None => EnvSource::named(id)?,
+        };
+        factories.push((id.clone(), source));
+    }
 
     let owned = |pos: usize| shard.is_none_or(|s| s.owns(pos));
     let mut work: Vec<(usize, u64)> = Vec::new();
@@ -192,8 +189,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     });
     let mut goldens = Vec::new();
+    let mut golden_errors = false;
     for g in golden_files {
-        goldens.push(crate::trial::verify_golden(g));
+        let (outcome, errored) = crate::trial::verify_golden(g);
+        golden_errors |= errored;
+        goldens.push(outcome);
         progress.inc(1);
     }
     progress.finish_and_clear();
@@ -207,7 +207,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     write_report(&report, &args.out)?;
     print!("{}", crate::render::summary_text(&report));
     println!("report: {}", args.out.join("report.html").display());
-    Ok(ExitCode::from(if report.passed { 0 } else { 1 }))
+    // An environment that could not be checked is an error (2), not a finding (1); the report
+    // is written either way, with everything gathered before the error.
+    let errored = golden_errors || report.trials.iter().any(|t| t.error.is_some());
+    Ok(ExitCode::from(if errored {
+        2
+    } else if report.passed {
+        0
+    } else {
+        1
+    }))
 }
 
 /// What every trial of a run shares.

@@ -4,6 +4,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use lockstep::actions::ActionSampler as LockstepSampler;
+use lockstep::env::Env;
 use lockstep::trace::{CacheMode, Tracer};
 use lockstep_range::{
     sim, ActionSampler, JointAction, Params, RangeEnv, Scenario, AGENTS, N_AGENTS, N_TYPES,
@@ -83,14 +85,6 @@ fn params_for(scenario: &str, preset: Option<&str>) -> anyhow::Result<Params> {
     Ok(p)
 }
 
-fn mask_of(env: &RangeEnv, agent: usize) -> Vec<i8> {
-    let arr = &env.transition().agents[AGENTS[agent]].obs["action_mask"];
-    match arr.data() {
-        lockstep::env::ArrayData::I8(v) => v.clone(),
-        _ => vec![1; N_TYPES],
-    }
-}
-
 fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut params = params_for(&a.scenario, a.preset.as_deref())?;
     if let Some(t) = a.max_ticks {
@@ -119,21 +113,27 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
         if a.trace {
             tracer.record(start)?;
         }
-        let mut sampler = ActionSampler::new(seed);
+        // The random policy is lockstep's own action sampler through the Env trait, so
+        // `--trace` prints the digest `lockstep trace` and golden files compute for the same
+        // scenario, parameters and seed.
+        let mut sampler = LockstepSampler::new(seed, env.spec());
         let mut totals = [0.0f64; N_AGENTS];
         let mut steps = 0u64;
         let mut invalid = 0u64;
         loop {
-            let mut joint = JointAction::default();
-            for ag in 0..N_AGENTS {
-                joint.0[ag] = match a.policy {
-                    Policy::Random => sampler.sample(ag, &mask_of(&env, ag)),
-                    Policy::Scripted => {
-                        lockstep_range::scripted_action(env.core(), env.params(), ag)
+            match a.policy {
+                Policy::Random => {
+                    let actions = sampler.sample(env.transition());
+                    env.step(&actions).map_err(|e| anyhow::anyhow!("{e}"))?;
+                }
+                Policy::Scripted => {
+                    let mut joint = JointAction::default();
+                    for ag in 0..N_AGENTS {
+                        joint.0[ag] = lockstep_range::scripted_action(env.core(), env.params(), ag);
                     }
-                };
+                    env.step_joint(&joint).map_err(|e| anyhow::anyhow!("{e}"))?;
+                }
             }
-            env.step_joint(&joint).map_err(|e| anyhow::anyhow!("{e}"))?;
             if a.trace {
                 tracer.record(env.transition())?;
             }
@@ -175,6 +175,12 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
 // A benchmark measures wall time on purpose; nothing it times reaches an episode or a digest.
 #[allow(clippy::disallowed_methods)]
 fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 86_400.0) {
+        anyhow::bail!(
+            "--seconds {} must be a number of seconds in (0, 86400]",
+            a.seconds
+        );
+    }
     let params = params_for(&a.scenario, a.preset.as_deref())?;
     params.validate()?;
     // Reset time of the pure core and of the env (which also renders every observation).
@@ -200,7 +206,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     env.reset_with(seed, params.clone())?;
     let mut sampler = ActionSampler::new(seed);
     let mut masks = vec![Vec::new(); N_AGENTS];
-    let budget = Duration::from_secs_f64(a.seconds.max(0.01));
+    let budget = Duration::from_secs_f64(a.seconds);
     let cpu0 = thread_cpu_ns();
     let start = Instant::now();
     let (mut steps, mut episodes) = (0u64, 0u64);

@@ -11,20 +11,16 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use lockstep::check::{run_check, CheckConfig, CheckKind, CheckOutcome};
 
-use crate::envs::{EnvSource, EnvTarget};
+use crate::envs::{EnvSource, ExternalEnvArgs};
+use crate::shell::{join, quote};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Environment name (e.g. `fixture`, `fixture:global-rng`, `range:ransomware`).
-    #[arg(long, required_unless_present = "cmd")]
+    #[arg(long)]
     pub env: Option<String>,
-    /// Check an external env: the command after `--` serves it over the lockstep protocol,
-    /// e.g. `--cmd -- python -m lockstep_adapter gymnasium CartPole-v1`.
-    #[arg(long, conflicts_with = "env")]
-    pub cmd: bool,
-    /// The external env's command line (after `--`), never passed through a shell.
-    #[arg(last = true)]
-    pub argv: Vec<String>,
+    #[command(flatten)]
+    pub external: ExternalEnvArgs,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Steps per rollout after the reset (fewer when the episode ends first).
@@ -52,24 +48,15 @@ struct Report<'a> {
     steps: u64,
     passed: bool,
     checks: &'a [CheckOutcome],
+    /// Checks that could not run (an env error), with the reason.
+    errors: &'a [String],
     /// The command that replays the failed checks (absent when all pass).
     #[serde(skip_serializing_if = "Option::is_none")]
     replay: Option<String>,
 }
 
-fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_:./,=@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (source, target) = EnvSource::from_args(args.env.as_deref(), args.cmd, &args.argv)?;
+    let source = EnvSource::one(args.env.as_deref(), &args.external)?;
     let kinds = args
         .checks
         .iter()
@@ -77,16 +64,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let version = env!("CARGO_PKG_VERSION");
     let command = |checks: &str| {
-        let which = match &target {
-            EnvTarget::Name(n) => format!("--env {}", quote(n)),
-            EnvTarget::Command(_) => "--cmd".to_string(),
-        };
-        let argv = match &target_argv(&target) {
-            Some(argv) => format!(
-                " -- {}",
-                argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+        let (which, argv) = match &args.env {
+            Some(name) => (format!("--env {}", quote(name)), String::new()),
+            None => (
+                "--cmd".to_string(),
+                format!(" -- {}", join(&args.external.argv)),
             ),
-            None => String::new(),
         };
         format!(
             "lockstep replay {which} --seed {} --steps {}{checks}{argv}",
@@ -98,8 +81,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = CheckConfig::new(args.seed, args.steps);
     let runner = source.runner();
     let mut outcomes = Vec::with_capacity(kinds.len());
+    let mut errors = Vec::new();
     for kind in kinds {
-        let o = run_check(kind, factory, &cfg, Some(runner))?;
+        // A check that cannot run is reported and the others still run: what was gathered
+        // before an error is kept (and written to --json).
+        let o = match run_check(kind, factory, &cfg, Some(runner)) {
+            Ok(o) => o,
+            Err(e) => {
+                println!("ERR  {:<17} {e}", kind.name());
+                errors.push(format!("{}: {e}", kind.name()));
+                continue;
+            }
+        };
         let mark = if o.passed { "ok  " } else { "FAIL" };
         println!("{mark} {:<17} {}", o.check.name(), o.summary);
         if let Some(note) = o.divergence.as_ref().and_then(|d| d.note.as_ref()) {
@@ -121,8 +114,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             env: &factory.id(),
             seed: args.seed,
             steps: args.steps,
-            passed: failed.is_empty(),
+            passed: failed.is_empty() && errors.is_empty(),
             checks: &outcomes,
+            errors: &errors,
             replay: replay.clone(),
         };
         let mut bytes = serde_json::to_vec_pretty(&report)?;
@@ -130,22 +124,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         lockstep::atomic_file::write_atomic(path, &bytes)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    match replay {
-        None => {
-            println!("all {} checks passed", outcomes.len());
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(cmd) => {
-            println!("{} of {} checks failed", failed.len(), outcomes.len());
-            println!("replay the failures with: {cmd}");
-            Ok(ExitCode::from(1))
-        }
+    if let Some(cmd) = &replay {
+        println!(
+            "{} of {} checks failed",
+            failed.len(),
+            outcomes.len() + errors.len()
+        );
+        println!("replay the failures with: {cmd}");
     }
-}
-
-fn target_argv(target: &EnvTarget) -> Option<&[String]> {
-    match target {
-        EnvTarget::Name(_) => None,
-        EnvTarget::Command(argv) => Some(argv),
+    if !errors.is_empty() {
+        anyhow::bail!(
+            "{} of the checks could not run: {}",
+            errors.len(),
+            errors.join("; ")
+        );
     }
+    if replay.is_some() {
+        return Ok(ExitCode::from(1));
+    }
+    println!("all {} checks passed", outcomes.len());
+    Ok(ExitCode::SUCCESS)
 }

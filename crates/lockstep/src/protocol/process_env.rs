@@ -332,9 +332,9 @@ fn fatal_error(
     what: &str,
 ) -> EnvError {
     child.kill();
+    // No pid in the message: it reaches reports, which must be the same bytes on every run.
     let mut message = format!(
-        "env process `{command}` (pid {}): {}: {what}",
-        child.id(),
+        "env process `{command}`: {}: {what}",
         describe(request, steps)
     );
     let tail = child.stderr_tail();
