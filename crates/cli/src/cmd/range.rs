@@ -8,7 +8,7 @@ use lockstep::actions::ActionSampler as LockstepSampler;
 use lockstep::env::Env;
 use lockstep::trace::{CacheMode, Tracer};
 use lockstep_range::{
-    sim, ActionSampler, JointAction, Params, RangeEnv, Scenario, AGENTS, N_AGENTS, N_TYPES,
+    sim, ActionSampler, JointAction, Params, RangeEnv, Scenario, AGENTS, N_AGENTS,
 };
 
 #[derive(clap::Args)]
