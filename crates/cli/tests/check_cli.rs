@@ -120,13 +120,36 @@ fn partial_reset_is_explained_by_the_cache_field() {
 fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
     // (env, check that must fail, text its explanation must hold)
     let cases = [
-        ("fixture:global-rng", "interleaved", "agent blue, obs noise"),
-        ("fixture:hash-order", "process", "fresh process"),
-        ("fixture:sticky-cache", "same", "rollout 2 (same instance)"),
+        (
+            "fixture:global-rng",
+            "interleaved",
+            "step 1, agent blue, obs noise",
+        ),
+        (
+            "fixture:hash-order",
+            "process",
+            "step 0, agent blue, obs hosts",
+        ),
+        ("fixture:wall-clock", "process", "step 5, logs: line 2"),
+        (
+            "fixture:sticky-cache",
+            "same",
+            "step 0, agent blue, obs seen",
+        ),
+        (
+            "fixture:stale-info",
+            "same",
+            "step 1, agent blue, info: /episode_return",
+        ),
         (
             "fixture:late-divergence",
             "same",
             "step 51, agent blue, obs tick",
+        ),
+        (
+            "fixture:seedless",
+            "other",
+            "the env does not depend on its seed",
         ),
     ];
     for (env, failing, explanation) in cases {
@@ -149,6 +172,12 @@ fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
             .unwrap()
             .clone();
         assert_eq!(check["passed"], false);
+        // State left behind by a reset also breaks the reset contract.
+        let leaves_state = matches!(env, "fixture:sticky-cache" | "fixture:stale-info");
+        assert_eq!(
+            report["trials"][0]["audit"]["conforms"], !leaves_state,
+            "{env}"
+        );
         let timeline = &check["timeline"];
         assert_eq!(
             timeline["first_divergent_step"], check["divergence"]["step"],
@@ -306,4 +335,26 @@ fn bad_usage_is_an_error_with_exit_2() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(message), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn an_environment_error_exits_2_and_keeps_the_rest_of_the_report() {
+    let out = out_dir("env-error");
+    let o = check(
+        &[
+            "fixture", "--seeds", "1", "--steps", "5", "--cmd", "--", "false",
+        ],
+        &out,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    // The built-in env's trial ran in full; the external one names its error.
+    assert_eq!(report["trials"][0]["env"], "fixture");
+    assert!(report["trials"][0]["error"].is_null());
+    assert_eq!(report["trials"][0]["checks"].as_array().unwrap().len(), 5);
+    let error = report["trials"][1]["error"].as_str().unwrap();
+    assert!(error.contains("handshake"), "{error}");
+    assert!(stdout(&o).contains("environment error"), "{}", stdout(&o));
+    assert_valid_report(&out.join("report.json"));
 }
