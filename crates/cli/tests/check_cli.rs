@@ -340,12 +340,20 @@ fn bad_usage_is_an_error_with_exit_2() {
 #[test]
 fn an_environment_error_exits_2_and_keeps_the_rest_of_the_report() {
     let out = out_dir("env-error");
-    let o = check(
-        &[
-            "fixture", "--seeds", "1", "--steps", "5", "--cmd", "--", "false",
-        ],
-        &out,
-    );
+    // `--out` goes before `--`: everything after it is the external command.
+    let o = lockstep(&[
+        "check",
+        "fixture",
+        "--seeds",
+        "1",
+        "--steps",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+        "--cmd",
+        "--",
+        "false",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
