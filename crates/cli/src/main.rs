@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod child_runner;
 mod cmd;
 mod envs;
+mod json_input;
 mod render;
 mod shell;
 mod trial;

@@ -3,12 +3,14 @@
 //! Exactly the canonical bytes go to stdout, with no trailing newline, so that
 //! `lockstep canon FILE | sha256sum` equals `lockstep fingerprint FILE`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lockstep_canon::{ParseOptions, Profile, Value};
+use lockstep_canon::Profile;
+
+use crate::json_input::{input_label, read_value};
 
 /// The canonical profile to use, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -41,44 +43,6 @@ pub struct Args {
 }
 
 /// What the input is called in messages: its path, or `<stdin>`.
-pub fn input_label(input: Option<&PathBuf>) -> String {
-    match input {
-        Some(p) if p.as_os_str() != "-" => p.display().to_string(),
-        _ => "<stdin>".to_owned(),
-    }
-}
-
-/// Reads and strictly parses the input. NaN and infinity literals are accepted here so that
-/// the profile, not the parser, decides about them: `python` writes them back as Python
-/// does, `python-strict` and `jcs` refuse them naming their JSON Pointer.
-pub fn read_value(input: Option<&PathBuf>) -> anyhow::Result<Value> {
-    let label = input_label(input);
-    let mut bytes = Vec::new();
-    match input {
-        Some(p) if p.as_os_str() != "-" => {
-            bytes = std::fs::read(p).with_context(|| format!("cannot read {label}"))?;
-        }
-        _ => {
-            std::io::stdin()
-                .lock()
-                .read_to_end(&mut bytes)
-                .with_context(|| format!("cannot read {label}"))?;
-        }
-    }
-    let options = ParseOptions {
-        allow_nan: true,
-        ..ParseOptions::default()
-    };
-    lockstep_canon::parse_with(&bytes, &options).map_err(|e| {
-        anyhow::anyhow!(
-            "{label}:{}:{}: invalid JSON: {}",
-            e.line,
-            e.column,
-            e.message
-        )
-    })
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let value = read_value(args.input.as_ref())?;
     let profile = Profile::from(args.profile);

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use lockstep::contract::Contract;
 use lockstep_canon::{Map, Value};
 
-use super::diff::{read_json, render};
+use super::diff::render;
+use crate::json_input::read_json;
 
 #[derive(clap::Args)]
 pub struct Args {

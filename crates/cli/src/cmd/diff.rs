@@ -1,13 +1,14 @@
 //! `lockstep diff A.json B.json [--json] [--contract FILE]`: field-level differences between
 //! two JSON documents (docs/diff.md). Exit 0 equal, 1 different, 2 error.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use lockstep::audit::DiffRecord;
 use lockstep::contract::Contract;
 use lockstep_canon::{Profile, Value};
+
+use crate::json_input::read_json;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -83,11 +84,4 @@ pub fn render(v: &Value) -> String {
     let bytes =
         lockstep_canon::to_vec(v, Profile::Python).unwrap_or_else(|e| e.to_string().into_bytes());
     String::from_utf8_lossy(&bytes).into_owned()
-}
-
-/// Reads and strictly parses a JSON file; errors read `FILE:LINE:COLUMN: message`.
-pub fn read_json(path: &Path) -> anyhow::Result<Value> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
-    lockstep_canon::parse(&bytes)
-        .map_err(|e| anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message))
 }

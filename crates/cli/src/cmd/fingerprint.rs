@@ -8,7 +8,8 @@ use std::time::Instant;
 use lockstep::fingerprint::{fingerprint, HashWriter};
 use lockstep_canon::Profile;
 
-use super::canon::{input_label, read_value, ProfileArg};
+use super::canon::ProfileArg;
+use crate::json_input::{input_label, read_value};
 
 #[derive(clap::Args)]
 pub struct Args {
