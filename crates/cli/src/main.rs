@@ -11,7 +11,6 @@ mod envs;
 mod json_input;
 mod render;
 mod shell;
-mod trial;
 
 /// Prove or disprove "fixed seed, same episode" for agent and RL environments.
 #[derive(Parser)]

@@ -9,7 +9,8 @@
 //!   from its declared spaces; [`protocol`] serves it from a child process in any language.
 //! - [`experiment`]: the seed-000 three-layer fixture; [`fixtures`]: faulty envs a check must
 //!   catch, and a correct one.
-//! - [`report`]: the versioned JSON report of `lockstep check`.
+//! - [`suite`]: `lockstep check` as a library (trials over worker threads, shards, goldens);
+//!   [`report`]: its versioned JSON report.
 
 pub mod actions;
 pub mod atomic_file;
@@ -26,4 +27,5 @@ pub mod golden;
 pub mod protocol;
 pub mod report;
 pub mod seed;
+pub mod suite;
 pub mod trace;

@@ -7,11 +7,10 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use anyhow::{bail, Context};
-use lockstep::report::{render_html, Report, RunParams, Shard, Trial, CHECK_NAMES};
+use lockstep::report::{render_html, Report, RunParams, Shard, CHECK_NAMES};
+use lockstep::suite::{run_trials, shard_work, verify_golden, SuiteEnv, SuiteOptions};
 
 use crate::envs::{EnvSource, ExternalEnvArgs};
 
@@ -149,61 +148,42 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         factories.push((id.clone(), source));
     }
 
-    let owned = |pos: usize| shard.is_none_or(|s| s.owns(pos));
-    let mut work: Vec<(usize, u64)> = Vec::new();
-    for (e, _) in factories.iter().enumerate() {
-        for (pos, &seed) in seeds.iter().enumerate() {
-            if owned(pos) {
-                work.push((e, seed));
-            }
-        }
-    }
+    let suite_envs: Vec<SuiteEnv<'_>> = factories
+        .iter()
+        .map(|(id, source)| SuiteEnv {
+            id: id.clone(),
+            factory: source.factory(),
+            runner: source.runner(),
+        })
+        .collect();
+    let work = shard_work(suite_envs.len(), &seeds, shard);
     let golden_files: Vec<&PathBuf> = args
         .golden
         .iter()
         .enumerate()
-        .filter(|(p, _)| owned(*p))
+        .filter(|(p, _)| shard.is_none_or(|s| s.owns(*p)))
         .map(|(_, g)| g)
         .collect();
 
     let progress = progress_bar((work.len() + golden_files.len()) as u64);
-    let next = AtomicUsize::new(0);
-    let trials: Mutex<Vec<Trial>> = Mutex::new(Vec::with_capacity(work.len()));
-    let ctx = TrialContext {
+    let options = SuiteOptions {
         steps: args.steps,
-        checks: &args.checks,
+        checks: args.checks.clone(),
+        jobs: args.jobs,
     };
-    std::thread::scope(|scope| {
-        for _ in 0..args.jobs.min(work.len().max(1)) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(e, seed)) = work.get(i) else { break };
-                let (id, factory) = &factories[e];
-                let trial = crate::trial::run_trial(id, factory, seed, &ctx);
-                trials
-                    .lock()
-                    .expect("no panics while holding the lock")
-                    .push(trial);
-                progress.inc(1);
-            });
-        }
-    });
+    let trials = run_trials(&suite_envs, &work, &options, &|| progress.inc(1));
     let mut goldens = Vec::new();
     let mut golden_errors = false;
+    let resolve = |name: &str| crate::envs::resolve(name).map_err(|e| format!("{e:#}"));
     for g in golden_files {
-        let (outcome, errored) = crate::trial::verify_golden(g);
+        let (outcome, errored) = verify_golden(g, &resolve);
         golden_errors |= errored;
         goldens.push(outcome);
         progress.inc(1);
     }
     progress.finish_and_clear();
 
-    let report = Report::assemble(
-        params,
-        shard,
-        trials.into_inner().expect("workers finished"),
-        goldens,
-    );
+    let report = Report::assemble(params, shard, trials, goldens);
     write_report(&report, &args.out)?;
     print!("{}", crate::render::summary_text(&report));
     println!("report: {}", args.out.join("report.html").display());
@@ -217,12 +197,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         1
     }))
-}
-
-/// What every trial of a run shares.
-pub struct TrialContext<'a> {
-    pub steps: u64,
-    pub checks: &'a [String],
 }
 
 /// Writes report.json and report.html into `dir`, each atomically.
