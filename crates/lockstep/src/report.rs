@@ -65,10 +65,23 @@ impl Shard {
             .trim()
             .parse()
             .map_err(|_| format!("shard count {n:?} is not a number"))?;
-        if count == 0 || index == 0 || index > count {
-            return Err(format!("shard {text:?} needs 1 <= I <= N"));
+        let shard = Shard { index, count };
+        shard
+            .validate()
+            .map_err(|_| format!("shard {text:?} needs 1 <= I <= N"))?;
+        Ok(shard)
+    }
+
+    /// Checks `1 <= index <= count`: the rule of [`Shard::parse`], for a shard read from a
+    /// report.json, which serde accepts with any numbers.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.count == 0 || self.index == 0 || self.index > self.count {
+            return Err(format!(
+                "shard {}/{} needs 1 <= I <= N",
+                self.index, self.count
+            ));
         }
-        Ok(Shard { index, count })
+        Ok(())
     }
 }
 
@@ -368,6 +381,14 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, ReportError> {
             message: "no reports given".into(),
         });
     };
+    for (name, r) in &reports {
+        if let Some(shard) = r.shard {
+            shard.validate().map_err(|message| ReportError::Mismatch {
+                what: name.clone(),
+                message,
+            })?;
+        }
+    }
     let params = first.params.clone();
     let version = first.lockstep_version.clone();
     let count = first.shard.map_or(1, |s| s.count);
@@ -583,6 +604,37 @@ mod tests {
         assert!(err.to_string().contains("shard 2/2 is missing"), "{err}");
         let err = merge(vec![round_tripped[0].clone(), round_tripped[0].clone()]).unwrap_err();
         assert!(err.to_string().contains("given twice"), "{err}");
+    }
+
+    #[test]
+    fn merge_refuses_out_of_range_shards_naming_the_file() {
+        let params = sample_params();
+        let good = Report::assemble(
+            params.clone(),
+            Some(Shard { index: 1, count: 2 }),
+            vec![],
+            vec![],
+        );
+        for (index, count) in [(0, 2), (3, 2), (0, 0), (1, 0)] {
+            let mut bad = good.clone();
+            bad.shard = Some(Shard { index, count });
+            let json = String::from_utf8(bad.to_json()).unwrap();
+            let back = Report::from_json(json.as_bytes(), "bad.json").unwrap();
+            for inputs in [
+                vec![("bad.json".to_string(), back.clone())],
+                vec![
+                    ("good.json".to_string(), good.clone()),
+                    ("bad.json".to_string(), back),
+                ],
+            ] {
+                let err = merge(inputs).unwrap_err();
+                assert!(
+                    matches!(&err, ReportError::Mismatch { what, .. } if what == "bad.json"),
+                    "{index}/{count}: {err}"
+                );
+                assert!(err.to_string().contains("needs 1 <= I <= N"), "{err}");
+            }
+        }
     }
 
     #[test]
