@@ -336,14 +336,13 @@ fn summarise(
         if t.error.is_some() {
             errors += 1;
         }
-        match &t.audit {
-            Some(a) => {
-                conformity.add(a.conforms);
-                if let Some(s) = a.success {
-                    success.add(s);
-                }
+        // A trial whose audit never ran (an environment error) says nothing about conformity:
+        // it is counted in `errors`, which already fails the row.
+        if let Some(a) = &t.audit {
+            conformity.add(a.conforms);
+            if let Some(s) = a.success {
+                success.add(s);
             }
-            None => conformity.add(false),
         }
         for c in &t.checks {
             checks.entry(c.check.clone()).or_default().add(c.passed);
@@ -604,6 +603,33 @@ mod tests {
         assert!(err.to_string().contains("shard 2/2 is missing"), "{err}");
         let err = merge(vec![round_tripped[0].clone(), round_tripped[0].clone()]).unwrap_err();
         assert!(err.to_string().contains("given twice"), "{err}");
+    }
+
+    #[test]
+    fn errors_stay_out_of_the_conformity_tally() {
+        let mut broken = trial("b-env", 3, true, true);
+        broken.audit = None;
+        broken.checks.clear();
+        broken.error = Some("env crashed during reset".into());
+        let r = Report::assemble(
+            sample_params(),
+            None,
+            vec![trial("b-env", 5, true, true), broken],
+            vec![],
+        );
+        let row = &r.summary[0];
+        assert_eq!(row.env, "b-env");
+        assert_eq!(row.seeds, 2);
+        assert_eq!(
+            row.conformity,
+            Tally {
+                passed: 1,
+                total: 1
+            }
+        );
+        assert_eq!(row.errors, 1);
+        assert!(!row.passed, "an error still fails the row");
+        assert!(!r.passed);
     }
 
     #[test]
