@@ -123,6 +123,10 @@ fn check_date(date: &str) -> Result<(), GoldenError> {
 fn run(factory: &dyn EnvFactory, seed: u64, steps: u64) -> Result<Golden, GoldenError> {
     let mut env = factory.make().map_err(GoldenError::Make)?;
     let config = env.spec().config.clone();
+    let contract = env.contract().map(|c| ContractRef {
+        name: c.name,
+        version: c.version,
+    });
     let r = trace::rollout(env.as_mut(), seed, steps, &RolloutOptions::default())?;
     Ok(Golden {
         format: FORMAT.into(),
@@ -132,7 +136,7 @@ fn run(factory: &dyn EnvFactory, seed: u64, steps: u64) -> Result<Golden, Golden
         steps,
         trace_format: trace::FORMAT.into(),
         action_sampler: trace::ACTION_SAMPLER.into(),
-        contract: None,
+        contract,
         end: r.trace.end,
         episode: r.trace.episode,
         step_digests: r.trace.step_digests,
@@ -163,8 +167,23 @@ pub fn record(
 pub fn verify(factory: &dyn EnvFactory, golden: &Golden) -> Result<Verification, GoldenError> {
     let mut current = run(factory, golden.seed, golden.steps)?;
     current.changelog = golden.changelog.clone();
-    current.contract = golden.contract.clone();
     let mut notes = Vec::new();
+    // A contract change is worth knowing (the starting state's fields were revised) but is
+    // not a divergence: the digests decide. Files recorded before contracts were kept say
+    // nothing, so only a recorded contract is compared.
+    if let Some(recorded) = &golden.contract {
+        match &current.contract {
+            Some(now) if now == recorded => {}
+            Some(now) => notes.push(format!(
+                "recorded under contract {:?} version {}, the env now declares {:?} version {}",
+                recorded.name, recorded.version, now.name, now.version
+            )),
+            None => notes.push(format!(
+                "recorded under contract {:?} version {}, the env now declares no contract",
+                recorded.name, recorded.version
+            )),
+        }
+    }
     if current.env != golden.env {
         notes.push(format!(
             "recorded with env {:?}, verified with {:?}",
@@ -222,7 +241,6 @@ pub fn update(
     }
     check_date(date)?;
     let mut g = run(factory, golden.seed, golden.steps)?;
-    g.contract = golden.contract.clone();
     g.changelog = golden.changelog.clone();
     g.changelog.push(ChangelogEntry {
         date: date.into(),
@@ -345,6 +363,49 @@ mod tests {
         let e = &u.changelog[1];
         assert_eq!((e.old_episode, e.new_episode), (Some(g.episode), u.episode));
         assert!(verify(&drift, &u).unwrap().passed);
+    }
+
+    #[test]
+    fn the_env_contract_is_recorded_and_a_change_noted() {
+        use crate::env::Env;
+        use crate::experiment::{ResetFixtureEnv, ResetMode};
+        let f = ("experiment".to_string(), || {
+            Ok(Box::new(ResetFixtureEnv::new(ResetMode::Complete)) as Box<dyn Env>)
+        });
+        let v1 = Some(ContractRef {
+            name: "seed-000-fixture".into(),
+            version: 1,
+        });
+        let g = record(&f, 3, 4, "2026-11-30").unwrap();
+        assert_eq!(g.contract, v1);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.json");
+        g.save(&path).unwrap();
+        assert_eq!(Golden::load(&path).unwrap().contract, v1);
+        let v = verify(&f, &g).unwrap();
+        assert!(v.passed && v.notes.is_empty(), "{v:?}");
+
+        // Recorded under another version: noted, not failed; an update records the current one.
+        let mut old = g.clone();
+        old.contract = Some(ContractRef {
+            name: "seed-000-fixture".into(),
+            version: 2,
+        });
+        let v = verify(&f, &old).unwrap();
+        assert!(v.passed, "{v:?}");
+        assert_eq!(v.notes.len(), 1, "{:?}", v.notes);
+        assert!(v.notes[0].contains("version 2"), "{:?}", v.notes);
+        assert!(v.notes[0].contains("version 1"), "{:?}", v.notes);
+        assert_eq!(
+            v.current.contract, v1,
+            "a pending file holds the current contract"
+        );
+        let u = update(&f, &old, "contract v1 again", "2026-12-01").unwrap();
+        assert_eq!(u.contract, v1);
+
+        // An env without a contract records none.
+        let plain = fixtures::factory("fixture").unwrap();
+        assert_eq!(record(&plain, 1, 2, "2026-11-30").unwrap().contract, None);
     }
 
     #[test]
