@@ -100,6 +100,17 @@ pub struct Verification {
     pub current: Golden,
 }
 
+/// Days in `month` (1-12) of `year` in the proleptic Gregorian calendar.
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        4 | 6 | 9 | 11 => 30,
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
+/// Accepts a real calendar date written `YYYY-MM-DD` (no 2026-02-31).
 fn check_date(date: &str) -> Result<(), GoldenError> {
     let b = date.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
@@ -109,8 +120,12 @@ fn check_date(date: &str) -> Result<(), GoldenError> {
         && digits(0..4)
         && digits(5..7)
         && digits(8..10)
-        && (1..=12).contains(&date[5..7].parse::<u32>().unwrap_or(0))
-        && (1..=31).contains(&date[8..10].parse::<u32>().unwrap_or(0));
+        && {
+            let year: u32 = date[0..4].parse().unwrap_or(0);
+            let month: u32 = date[5..7].parse().unwrap_or(0);
+            let day: u32 = date[8..10].parse().unwrap_or(0);
+            (1..=12).contains(&month) && (1..=days_in_month(year, month)).contains(&day)
+        };
     if ok {
         Ok(())
     } else {
@@ -437,5 +452,36 @@ mod tests {
             Err(GoldenError::Date(_))
         ));
         assert_eq!(pending_path(&p), dir.path().join("x.json.new"));
+    }
+
+    #[test]
+    fn dates_must_exist_in_the_calendar() {
+        for good in [
+            "2026-11-30",
+            "2026-01-31",
+            "2024-02-29",
+            "2000-02-29",
+            "2026-12-31",
+        ] {
+            assert!(check_date(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "2026-02-31",
+            "2026-02-29",
+            "1900-02-29",
+            "2100-02-29",
+            "2026-04-31",
+            "2026-11-31",
+            "2026-13-01",
+            "2026-00-10",
+            "2026-01-00",
+            "2026-1-01",
+            "2026/01/01",
+        ] {
+            assert!(
+                matches!(check_date(bad), Err(GoldenError::Date(_))),
+                "{bad}"
+            );
+        }
     }
 }
