@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use lockstep_canon::Value;
 
-use crate::atomic_file::write_atomic;
+use crate::atomic_file::{write_atomic, write_atomic_new};
 use crate::check::{first_divergence, Divergence, Site};
 use crate::env::{EnvError, EnvFactory};
 use crate::trace::{self, Digest, End, RolloutOptions, StepDigest, TraceError};
@@ -73,6 +73,9 @@ pub enum GoldenError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// [`Golden::save_new`] found a file already there; it was left untouched.
+    #[error("{path}: already exists (a golden file is changed by an update, never re-recorded)")]
+    Exists { path: PathBuf },
     #[error("{path}: not a golden file: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{path}: golden format {found:?} is not {FORMAT:?}")]
@@ -314,6 +317,23 @@ impl Golden {
     }
 }
 
+impl Golden {
+    /// Writes the file atomically only if `path` does not exist yet, even when another
+    /// process creates it meanwhile: [`GoldenError::Exists`] then, and the file is untouched.
+    pub fn save_new(&self, path: &Path) -> Result<(), GoldenError> {
+        write_atomic_new(path, &self.to_bytes()).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                GoldenError::Exists { path: path.into() }
+            } else {
+                GoldenError::Io {
+                    path: path.into(),
+                    source,
+                }
+            }
+        })
+    }
+}
+
 /// Where the pending file of `path` goes: `path` + `.new`.
 pub fn pending_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -356,6 +376,10 @@ mod tests {
         let path = dir.path().join("g.json");
         g.save(&path).unwrap();
         assert_eq!(Golden::load(&path).unwrap(), g);
+        assert!(matches!(g.save_new(&path), Err(GoldenError::Exists { .. })));
+        let fresh = dir.path().join("new.json");
+        g.save_new(&fresh).unwrap();
+        assert_eq!(Golden::load(&fresh).unwrap(), g);
 
         // Changed dynamics: caught at the step where they change, with both rewards.
         let drift = fixtures::factory("fixture:drift").unwrap();
