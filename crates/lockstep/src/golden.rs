@@ -68,10 +68,12 @@ pub struct Golden {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GoldenError {
-    #[error("{path}: {source}")]
+    /// The file could not be read or written. The cause is part of the message and is not
+    /// exposed as `source()`: an error chain printer (anyhow's `{:#}`) would print it twice.
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// [`Golden::save_new`] found a file already there; it was left untouched.
     #[error("{path}: already exists (a golden file is changed by an update, never re-recorded)")]
@@ -272,9 +274,9 @@ pub fn update(
 impl Golden {
     /// Reads and validates a golden file.
     pub fn load(path: &Path) -> Result<Golden, GoldenError> {
-        let bytes = std::fs::read(path).map_err(|source| GoldenError::Io {
+        let bytes = std::fs::read(path).map_err(|cause| GoldenError::Io {
             path: path.into(),
-            source,
+            cause,
         })?;
         Golden::from_slice(&bytes, path)
     }
@@ -310,9 +312,9 @@ impl Golden {
 
     /// Writes the file atomically.
     pub fn save(&self, path: &Path) -> Result<(), GoldenError> {
-        write_atomic(path, &self.to_bytes()).map_err(|source| GoldenError::Io {
+        write_atomic(path, &self.to_bytes()).map_err(|cause| GoldenError::Io {
             path: path.into(),
-            source,
+            cause,
         })
     }
 }
@@ -321,13 +323,13 @@ impl Golden {
     /// Writes the file atomically only if `path` does not exist yet, even when another
     /// process creates it meanwhile: [`GoldenError::Exists`] then, and the file is untouched.
     pub fn save_new(&self, path: &Path) -> Result<(), GoldenError> {
-        write_atomic_new(path, &self.to_bytes()).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::AlreadyExists {
+        write_atomic_new(path, &self.to_bytes()).map_err(|cause| {
+            if cause.kind() == std::io::ErrorKind::AlreadyExists {
                 GoldenError::Exists { path: path.into() }
             } else {
                 GoldenError::Io {
                     path: path.into(),
-                    source,
+                    cause,
                 }
             }
         })
@@ -476,6 +478,26 @@ mod tests {
             Err(GoldenError::Date(_))
         ));
         assert_eq!(pending_path(&p), dir.path().join("x.json.new"));
+    }
+
+    #[test]
+    fn file_errors_state_their_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Golden::load(dir.path()).unwrap_err();
+        assert!(matches!(err, GoldenError::Io { .. }), "{err}");
+        assert!(
+            std::error::Error::source(&err).is_none(),
+            "the cause is in the message, not in the chain"
+        );
+        let message = err.to_string();
+        let GoldenError::Io { cause, .. } = &err else {
+            unreachable!()
+        };
+        assert_eq!(message.matches(&cause.to_string()).count(), 1, "{message}");
+        assert!(
+            message.starts_with(&dir.path().display().to_string()),
+            "{message}"
+        );
     }
 
     #[test]
