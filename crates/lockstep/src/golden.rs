@@ -88,7 +88,7 @@ pub enum GoldenError {
     Trace(#[from] TraceError),
     #[error("an update needs a non-empty reason (it goes into the changelog)")]
     EmptyReason,
-    #[error("date {0:?} is not YYYY-MM-DD")]
+    #[error("date {0:?} is not a calendar date written YYYY-MM-DD")]
     Date(String),
 }
 
