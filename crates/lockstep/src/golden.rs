@@ -106,6 +106,8 @@ pub struct Verification {
 }
 
 /// Days in `month` (1-12) of `year` in the proleptic Gregorian calendar.
+// `is_multiple_of` is newer (1.87) than the workspace's rust-version (1.85).
+#[allow(clippy::manual_is_multiple_of)]
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
         4 | 6 | 9 | 11 => 30,
