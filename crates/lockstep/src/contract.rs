@@ -88,12 +88,12 @@ pub struct Contract {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ContractError {
-    /// The file could not be read.
-    #[error("{path}: {source}")]
+    /// The file could not be read. The cause is part of the message and is not exposed as
+    /// `source()`: an error chain printer (anyhow's `{:#}`) would print it twice.
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The extension names no contract format.
     #[error("{path}: unknown contract format (expected a .toml or .json file)")]
@@ -223,9 +223,9 @@ impl Contract {
             .extension()
             .and_then(|e| e.to_str())
             .map(|e| e.to_ascii_lowercase());
-        let bytes = std::fs::read(path).map_err(|source| ContractError::Io {
+        let bytes = std::fs::read(path).map_err(|cause| ContractError::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         let origin = path.display().to_string();
         match ext.as_deref() {
@@ -835,6 +835,27 @@ fields = ["cache"]
         );
         assert_eq!(record.contract_version, Some(2));
         assert_eq!(record.profile, "python");
+    }
+
+    #[test]
+    fn file_errors_state_their_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::create_dir(&path).unwrap();
+        let err = Contract::load(&path).unwrap_err();
+        assert!(
+            std::error::Error::source(&err).is_none(),
+            "the cause is in the message, not in the chain: {err}"
+        );
+        let message = err.to_string();
+        let ContractError::Io { cause, .. } = &err else {
+            panic!("not an io error: {err}")
+        };
+        assert_eq!(message.matches(&cause.to_string()).count(), 1, "{message}");
+        assert!(
+            message.starts_with(&path.display().to_string()),
+            "{message}"
+        );
     }
 
     #[test]

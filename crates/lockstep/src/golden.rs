@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use lockstep_canon::Value;
 
-use crate::atomic_file::write_atomic;
+use crate::atomic_file::{write_atomic, write_atomic_new};
 use crate::check::{first_divergence, Divergence, Site};
 use crate::env::{EnvError, EnvFactory};
 use crate::trace::{self, Digest, End, RolloutOptions, StepDigest, TraceError};
@@ -68,11 +68,16 @@ pub struct Golden {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GoldenError {
-    #[error("{path}: {source}")]
+    /// The file could not be read or written. The cause is part of the message and is not
+    /// exposed as `source()`: an error chain printer (anyhow's `{:#}`) would print it twice.
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
+    /// [`Golden::save_new`] found a file already there; it was left untouched.
+    #[error("{path}: already exists (a golden file is changed by an update, never re-recorded)")]
+    Exists { path: PathBuf },
     #[error("{path}: not a golden file: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{path}: golden format {found:?} is not {FORMAT:?}")]
@@ -83,7 +88,7 @@ pub enum GoldenError {
     Trace(#[from] TraceError),
     #[error("an update needs a non-empty reason (it goes into the changelog)")]
     EmptyReason,
-    #[error("date {0:?} is not YYYY-MM-DD")]
+    #[error("date {0:?} is not a calendar date written YYYY-MM-DD")]
     Date(String),
 }
 
@@ -100,6 +105,19 @@ pub struct Verification {
     pub current: Golden,
 }
 
+/// Days in `month` (1-12) of `year` in the proleptic Gregorian calendar.
+// `is_multiple_of` is newer (1.87) than the workspace's rust-version (1.85).
+#[allow(clippy::manual_is_multiple_of)]
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        4 | 6 | 9 | 11 => 30,
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
+/// Accepts a real calendar date written `YYYY-MM-DD` (no 2026-02-31).
 fn check_date(date: &str) -> Result<(), GoldenError> {
     let b = date.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
@@ -109,8 +127,12 @@ fn check_date(date: &str) -> Result<(), GoldenError> {
         && digits(0..4)
         && digits(5..7)
         && digits(8..10)
-        && (1..=12).contains(&date[5..7].parse::<u32>().unwrap_or(0))
-        && (1..=31).contains(&date[8..10].parse::<u32>().unwrap_or(0));
+        && {
+            let year: u32 = date[0..4].parse().unwrap_or(0);
+            let month: u32 = date[5..7].parse().unwrap_or(0);
+            let day: u32 = date[8..10].parse().unwrap_or(0);
+            (1..=12).contains(&month) && (1..=days_in_month(year, month)).contains(&day)
+        };
     if ok {
         Ok(())
     } else {
@@ -123,6 +145,10 @@ fn check_date(date: &str) -> Result<(), GoldenError> {
 fn run(factory: &dyn EnvFactory, seed: u64, steps: u64) -> Result<Golden, GoldenError> {
     let mut env = factory.make().map_err(GoldenError::Make)?;
     let config = env.spec().config.clone();
+    let contract = env.contract().map(|c| ContractRef {
+        name: c.name,
+        version: c.version,
+    });
     let r = trace::rollout(env.as_mut(), seed, steps, &RolloutOptions::default())?;
     Ok(Golden {
         format: FORMAT.into(),
@@ -132,7 +158,7 @@ fn run(factory: &dyn EnvFactory, seed: u64, steps: u64) -> Result<Golden, Golden
         steps,
         trace_format: trace::FORMAT.into(),
         action_sampler: trace::ACTION_SAMPLER.into(),
-        contract: None,
+        contract,
         end: r.trace.end,
         episode: r.trace.episode,
         step_digests: r.trace.step_digests,
@@ -163,8 +189,23 @@ pub fn record(
 pub fn verify(factory: &dyn EnvFactory, golden: &Golden) -> Result<Verification, GoldenError> {
     let mut current = run(factory, golden.seed, golden.steps)?;
     current.changelog = golden.changelog.clone();
-    current.contract = golden.contract.clone();
     let mut notes = Vec::new();
+    // A contract change is worth knowing (the starting state's fields were revised) but is
+    // not a divergence: the digests decide. Files recorded before contracts were kept say
+    // nothing, so only a recorded contract is compared.
+    if let Some(recorded) = &golden.contract {
+        match &current.contract {
+            Some(now) if now == recorded => {}
+            Some(now) => notes.push(format!(
+                "recorded under contract {:?} version {}, the env now declares {:?} version {}",
+                recorded.name, recorded.version, now.name, now.version
+            )),
+            None => notes.push(format!(
+                "recorded under contract {:?} version {}, the env now declares no contract",
+                recorded.name, recorded.version
+            )),
+        }
+    }
     if current.env != golden.env {
         notes.push(format!(
             "recorded with env {:?}, verified with {:?}",
@@ -222,7 +263,6 @@ pub fn update(
     }
     check_date(date)?;
     let mut g = run(factory, golden.seed, golden.steps)?;
-    g.contract = golden.contract.clone();
     g.changelog = golden.changelog.clone();
     g.changelog.push(ChangelogEntry {
         date: date.into(),
@@ -236,9 +276,9 @@ pub fn update(
 impl Golden {
     /// Reads and validates a golden file.
     pub fn load(path: &Path) -> Result<Golden, GoldenError> {
-        let bytes = std::fs::read(path).map_err(|source| GoldenError::Io {
+        let bytes = std::fs::read(path).map_err(|cause| GoldenError::Io {
             path: path.into(),
-            source,
+            cause,
         })?;
         Golden::from_slice(&bytes, path)
     }
@@ -274,9 +314,26 @@ impl Golden {
 
     /// Writes the file atomically.
     pub fn save(&self, path: &Path) -> Result<(), GoldenError> {
-        write_atomic(path, &self.to_bytes()).map_err(|source| GoldenError::Io {
+        write_atomic(path, &self.to_bytes()).map_err(|cause| GoldenError::Io {
             path: path.into(),
-            source,
+            cause,
+        })
+    }
+}
+
+impl Golden {
+    /// Writes the file atomically only if `path` does not exist yet, even when another
+    /// process creates it meanwhile: [`GoldenError::Exists`] then, and the file is untouched.
+    pub fn save_new(&self, path: &Path) -> Result<(), GoldenError> {
+        write_atomic_new(path, &self.to_bytes()).map_err(|cause| {
+            if cause.kind() == std::io::ErrorKind::AlreadyExists {
+                GoldenError::Exists { path: path.into() }
+            } else {
+                GoldenError::Io {
+                    path: path.into(),
+                    cause,
+                }
+            }
         })
     }
 }
@@ -323,6 +380,10 @@ mod tests {
         let path = dir.path().join("g.json");
         g.save(&path).unwrap();
         assert_eq!(Golden::load(&path).unwrap(), g);
+        assert!(matches!(g.save_new(&path), Err(GoldenError::Exists { .. })));
+        let fresh = dir.path().join("new.json");
+        g.save_new(&fresh).unwrap();
+        assert_eq!(Golden::load(&fresh).unwrap(), g);
 
         // Changed dynamics: caught at the step where they change, with both rewards.
         let drift = fixtures::factory("fixture:drift").unwrap();
@@ -345,6 +406,49 @@ mod tests {
         let e = &u.changelog[1];
         assert_eq!((e.old_episode, e.new_episode), (Some(g.episode), u.episode));
         assert!(verify(&drift, &u).unwrap().passed);
+    }
+
+    #[test]
+    fn the_env_contract_is_recorded_and_a_change_noted() {
+        use crate::env::Env;
+        use crate::experiment::{ResetFixtureEnv, ResetMode};
+        let f = ("experiment".to_string(), || {
+            Ok(Box::new(ResetFixtureEnv::new(ResetMode::Complete)) as Box<dyn Env>)
+        });
+        let v1 = Some(ContractRef {
+            name: "seed-000-fixture".into(),
+            version: 1,
+        });
+        let g = record(&f, 3, 4, "2026-11-30").unwrap();
+        assert_eq!(g.contract, v1);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.json");
+        g.save(&path).unwrap();
+        assert_eq!(Golden::load(&path).unwrap().contract, v1);
+        let v = verify(&f, &g).unwrap();
+        assert!(v.passed && v.notes.is_empty(), "{v:?}");
+
+        // Recorded under another version: noted, not failed; an update records the current one.
+        let mut old = g.clone();
+        old.contract = Some(ContractRef {
+            name: "seed-000-fixture".into(),
+            version: 2,
+        });
+        let v = verify(&f, &old).unwrap();
+        assert!(v.passed, "{v:?}");
+        assert_eq!(v.notes.len(), 1, "{:?}", v.notes);
+        assert!(v.notes[0].contains("version 2"), "{:?}", v.notes);
+        assert!(v.notes[0].contains("version 1"), "{:?}", v.notes);
+        assert_eq!(
+            v.current.contract, v1,
+            "a pending file holds the current contract"
+        );
+        let u = update(&f, &old, "contract v1 again", "2026-12-01").unwrap();
+        assert_eq!(u.contract, v1);
+
+        // An env without a contract records none.
+        let plain = fixtures::factory("fixture").unwrap();
+        assert_eq!(record(&plain, 1, 2, "2026-11-30").unwrap().contract, None);
     }
 
     #[test]
@@ -376,5 +480,56 @@ mod tests {
             Err(GoldenError::Date(_))
         ));
         assert_eq!(pending_path(&p), dir.path().join("x.json.new"));
+    }
+
+    #[test]
+    fn file_errors_state_their_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Golden::load(dir.path()).unwrap_err();
+        assert!(matches!(err, GoldenError::Io { .. }), "{err}");
+        assert!(
+            std::error::Error::source(&err).is_none(),
+            "the cause is in the message, not in the chain"
+        );
+        let message = err.to_string();
+        let GoldenError::Io { cause, .. } = &err else {
+            unreachable!()
+        };
+        assert_eq!(message.matches(&cause.to_string()).count(), 1, "{message}");
+        assert!(
+            message.starts_with(&dir.path().display().to_string()),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn dates_must_exist_in_the_calendar() {
+        for good in [
+            "2026-11-30",
+            "2026-01-31",
+            "2024-02-29",
+            "2000-02-29",
+            "2026-12-31",
+        ] {
+            assert!(check_date(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "2026-02-31",
+            "2026-02-29",
+            "1900-02-29",
+            "2100-02-29",
+            "2026-04-31",
+            "2026-11-31",
+            "2026-13-01",
+            "2026-00-10",
+            "2026-01-00",
+            "2026-1-01",
+            "2026/01/01",
+        ] {
+            assert!(
+                matches!(check_date(bad), Err(GoldenError::Date(_))),
+                "{bad}"
+            );
+        }
     }
 }

@@ -65,10 +65,23 @@ impl Shard {
             .trim()
             .parse()
             .map_err(|_| format!("shard count {n:?} is not a number"))?;
-        if count == 0 || index == 0 || index > count {
-            return Err(format!("shard {text:?} needs 1 <= I <= N"));
+        let shard = Shard { index, count };
+        shard
+            .validate()
+            .map_err(|_| format!("shard {text:?} needs 1 <= I <= N"))?;
+        Ok(shard)
+    }
+
+    /// Checks `1 <= index <= count`: the rule of [`Shard::parse`], for a shard read from a
+    /// report.json, which serde accepts with any numbers.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.count == 0 || self.index == 0 || self.index > self.count {
+            return Err(format!(
+                "shard {}/{} needs 1 <= I <= N",
+                self.index, self.count
+            ));
         }
-        Ok(Shard { index, count })
+        Ok(())
     }
 }
 
@@ -229,41 +242,49 @@ impl Report {
         mut trials: Vec<Trial>,
         mut goldens: Vec<GoldenOutcome>,
     ) -> Report {
-        let env_pos = |e: &str| {
-            params
-                .envs
-                .iter()
-                .position(|x| x == e)
-                .unwrap_or(usize::MAX)
-        };
-        let seed_pos = |s: u64| {
-            params
-                .seeds
-                .iter()
-                .position(|&x| x == s)
-                .unwrap_or(usize::MAX)
-        };
-        trials.sort_by(|a, b| {
-            (env_pos(&a.env), seed_pos(a.seed), &a.env, a.seed).cmp(&(
-                env_pos(&b.env),
-                seed_pos(b.seed),
-                &b.env,
-                b.seed,
-            ))
+        // Positions are looked up in maps built once (the first occurrence wins, as a linear
+        // search would find it) and each trial's key computed once: 50,000 seeds sort in
+        // O(n log n), not in a quadratic number of list scans.
+        let env_pos = first_positions(params.envs.iter().map(String::as_str));
+        let seed_pos = first_positions(params.seeds.iter().copied());
+        trials.sort_by_cached_key(|t| {
+            (
+                env_pos.get(t.env.as_str()).copied().unwrap_or(usize::MAX),
+                seed_pos.get(&t.seed).copied().unwrap_or(usize::MAX),
+                t.env.clone(),
+                t.seed,
+            )
         });
-        let golden_pos = |f: &str| {
-            params
-                .goldens
-                .iter()
-                .position(|x| x == f)
-                .unwrap_or(usize::MAX)
-        };
-        goldens.sort_by(|a, b| (golden_pos(&a.file), &a.file).cmp(&(golden_pos(&b.file), &b.file)));
+        let golden_pos = first_positions(params.goldens.iter().map(String::as_str));
+        goldens.sort_by_cached_key(|g| {
+            (
+                golden_pos
+                    .get(g.file.as_str())
+                    .copied()
+                    .unwrap_or(usize::MAX),
+                g.file.clone(),
+            )
+        });
 
+        // Each env's trials and goldens, grouped once in report order.
+        let mut trials_of: BTreeMap<&str, Vec<&Trial>> = BTreeMap::new();
+        for t in &trials {
+            trials_of.entry(t.env.as_str()).or_default().push(t);
+        }
+        let mut goldens_of: BTreeMap<&str, Vec<&GoldenOutcome>> = BTreeMap::new();
+        for g in &goldens {
+            if let Some(env) = g.env.as_deref() {
+                goldens_of.entry(env).or_default().push(g);
+            }
+        }
         let summary: Vec<EnvSummary> = params
             .envs
             .iter()
-            .map(|env| summarise(env, &params, &trials, &goldens))
+            .map(|env| {
+                let mine = trials_of.get(env.as_str()).map_or(&[][..], Vec::as_slice);
+                let golden = goldens_of.get(env.as_str()).map_or(&[][..], Vec::as_slice);
+                summarise(env, &params, mine, golden)
+            })
             .collect();
         let passed = summary.iter().all(|s| s.passed)
             && goldens.iter().all(|g| g.passed)
@@ -304,13 +325,22 @@ impl Report {
     }
 }
 
+/// The first position of every item, as `Iterator::position` would find it.
+fn first_positions<K: Ord>(items: impl Iterator<Item = K>) -> BTreeMap<K, usize> {
+    let mut map = BTreeMap::new();
+    for (i, k) in items.enumerate() {
+        map.entry(k).or_insert(i);
+    }
+    map
+}
+
+/// The summary row of `env` from its own trials and goldens.
 fn summarise(
     env: &str,
     params: &RunParams,
-    trials: &[Trial],
-    goldens: &[GoldenOutcome],
+    mine: &[&Trial],
+    goldens: &[&GoldenOutcome],
 ) -> EnvSummary {
-    let mine: Vec<&Trial> = trials.iter().filter(|t| t.env == env).collect();
     let mut conformity = Tally::default();
     let mut success = Tally::default();
     let mut checks: BTreeMap<String, Tally> = params
@@ -319,25 +349,24 @@ fn summarise(
         .map(|c| (c.clone(), Tally::default()))
         .collect();
     let mut errors = 0;
-    for t in &mine {
+    for t in mine {
         if t.error.is_some() {
             errors += 1;
         }
-        match &t.audit {
-            Some(a) => {
-                conformity.add(a.conforms);
-                if let Some(s) = a.success {
-                    success.add(s);
-                }
+        // A trial whose audit never ran (an environment error) says nothing about conformity:
+        // it is counted in `errors`, which already fails the row.
+        if let Some(a) = &t.audit {
+            conformity.add(a.conforms);
+            if let Some(s) = a.success {
+                success.add(s);
             }
-            None => conformity.add(false),
         }
         for c in &t.checks {
             checks.entry(c.check.clone()).or_default().add(c.passed);
         }
     }
     let mut golden_tally = Tally::default();
-    for g in goldens.iter().filter(|g| g.env.as_deref() == Some(env)) {
+    for g in goldens {
         golden_tally.add(g.passed);
     }
     // Success is behaviour, not conformity: it is reported, never part of `passed`.
@@ -368,6 +397,14 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, ReportError> {
             message: "no reports given".into(),
         });
     };
+    for (name, r) in &reports {
+        if let Some(shard) = r.shard {
+            shard.validate().map_err(|message| ReportError::Mismatch {
+                what: name.clone(),
+                message,
+            })?;
+        }
+    }
     let params = first.params.clone();
     let version = first.lockstep_version.clone();
     let count = first.shard.map_or(1, |s| s.count);
@@ -583,6 +620,103 @@ mod tests {
         assert!(err.to_string().contains("shard 2/2 is missing"), "{err}");
         let err = merge(vec![round_tripped[0].clone(), round_tripped[0].clone()]).unwrap_err();
         assert!(err.to_string().contains("given twice"), "{err}");
+    }
+
+    #[test]
+    fn twenty_thousand_trials_sort_by_params() {
+        let n = 10_000u64;
+        // A permutation of 0..n (7919 is prime to 10,000), so run order is not numeric order.
+        let seeds: Vec<u64> = (0..n).map(|i| (i * 7_919) % n).collect();
+        let params = RunParams {
+            envs: vec!["b-env".into(), "a-env".into()],
+            seeds: seeds.clone(),
+            steps: 1,
+            checks: vec!["same".into(), "other".into()],
+            goldens: vec![],
+        };
+        let mut trials = Vec::new();
+        for seed in (0..n).rev() {
+            for env in ["a-env", "b-env"] {
+                trials.push(trial(env, seed, true, true));
+            }
+        }
+        // Not in the params: after everything known, unknown seeds after an env's known ones.
+        trials.push(trial("zz-env", 1, true, true));
+        trials.push(trial("a-env", n + 5, true, true));
+        let r = Report::assemble(params, None, trials, vec![]);
+        let mut expected: Vec<(String, u64)> = Vec::new();
+        for env in ["b-env", "a-env"] {
+            for &seed in &seeds {
+                expected.push((env.to_string(), seed));
+            }
+            if env == "a-env" {
+                expected.push((env.to_string(), n + 5));
+            }
+        }
+        expected.push(("zz-env".to_string(), 1));
+        let got: Vec<(String, u64)> = r.trials.iter().map(|t| (t.env.clone(), t.seed)).collect();
+        assert!(got == expected, "trials out of order");
+        assert_eq!(r.summary.len(), 2);
+        assert_eq!((r.summary[0].seeds, r.summary[1].seeds), (n, n + 1));
+        assert_eq!(r.summary[1].checks["same"].total, n + 1);
+    }
+
+    #[test]
+    fn errors_stay_out_of_the_conformity_tally() {
+        let mut broken = trial("b-env", 3, true, true);
+        broken.audit = None;
+        broken.checks.clear();
+        broken.error = Some("env crashed during reset".into());
+        let r = Report::assemble(
+            sample_params(),
+            None,
+            vec![trial("b-env", 5, true, true), broken],
+            vec![],
+        );
+        let row = &r.summary[0];
+        assert_eq!(row.env, "b-env");
+        assert_eq!(row.seeds, 2);
+        assert_eq!(
+            row.conformity,
+            Tally {
+                passed: 1,
+                total: 1
+            }
+        );
+        assert_eq!(row.errors, 1);
+        assert!(!row.passed, "an error still fails the row");
+        assert!(!r.passed);
+    }
+
+    #[test]
+    fn merge_refuses_out_of_range_shards_naming_the_file() {
+        let params = sample_params();
+        let good = Report::assemble(
+            params.clone(),
+            Some(Shard { index: 1, count: 2 }),
+            vec![],
+            vec![],
+        );
+        for (index, count) in [(0, 2), (3, 2), (0, 0), (1, 0)] {
+            let mut bad = good.clone();
+            bad.shard = Some(Shard { index, count });
+            let json = String::from_utf8(bad.to_json()).unwrap();
+            let back = Report::from_json(json.as_bytes(), "bad.json").unwrap();
+            for inputs in [
+                vec![("bad.json".to_string(), back.clone())],
+                vec![
+                    ("good.json".to_string(), good.clone()),
+                    ("bad.json".to_string(), back),
+                ],
+            ] {
+                let err = merge(inputs).unwrap_err();
+                assert!(
+                    matches!(&err, ReportError::Mismatch { what, .. } if what == "bad.json"),
+                    "{index}/{count}: {err}"
+                );
+                assert!(err.to_string().contains("needs 1 <= I <= N"), "{err}");
+            }
+        }
     }
 
     #[test]

@@ -94,16 +94,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             file,
         } => {
             header(&format!("record --env {env} --seed {seed} --steps {steps}"));
-            if file.exists() {
-                bail!(
+            let exists = || {
+                anyhow::anyhow!(
                     "{} exists; to change it run: lockstep golden update {} --reason \"...\"",
                     file.display(),
                     shell(&file)
-                );
+                )
+            };
+            // Checked first so that no env runs in vain; the write itself refuses to replace a
+            // file that appeared meanwhile.
+            if file.exists() {
+                return Err(exists());
             }
             let factory = envs::resolve(&env)?;
             let g = golden::record(factory.as_ref(), seed, steps, &date.unwrap_or_else(today))?;
-            g.save(&file)?;
+            match g.save_new(&file) {
+                Err(golden::GoldenError::Exists { .. }) => return Err(exists()),
+                other => other?,
+            }
             println!(
                 "recorded {}: episode {} ({} transitions, {})",
                 file.display(),
