@@ -22,6 +22,9 @@ use crate::env::EnvFactory;
 use crate::golden::Golden;
 use crate::report::{AuditRecord, CheckOutcome, GoldenOutcome, Shard, Timeline, Trial};
 
+/// Makes the factory of an env name (the caller knows which names exist), or says why not.
+pub type Resolver<'a> = dyn Fn(&str) -> Result<Box<dyn EnvFactory>, String> + 'a;
+
 /// One environment of a run: its name, how to make instances, and how to run it in a fresh
 /// process (the other-process check).
 pub struct SuiteEnv<'a> {
@@ -182,10 +185,7 @@ fn check_record(name: &str, o: &ReplayOutcome) -> CheckOutcome {
 /// Verifies one golden file against the env it names, made by `resolve`. The flag is true when
 /// the file could not be verified at all (unreadable, unknown env, env error), as opposed to
 /// verified and drifted.
-pub fn verify_golden(
-    path: &Path,
-    resolve: &dyn Fn(&str) -> Result<Box<dyn EnvFactory>, String>,
-) -> (GoldenOutcome, bool) {
+pub fn verify_golden(path: &Path, resolve: &Resolver<'_>) -> (GoldenOutcome, bool) {
     let file = path.display().to_string();
     let mut outcome = GoldenOutcome {
         file: file.clone(),

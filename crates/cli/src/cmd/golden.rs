@@ -74,14 +74,7 @@ fn header(what: &str) {
 }
 
 fn shell(p: &Path) -> String {
-    let s = p.display().to_string();
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_./:=@".contains(c))
-    {
-        s
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+    crate::shell::quote(&p.display().to_string())
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
