@@ -271,6 +271,121 @@ fn info_digest_with(info: &Value, buf: &mut Vec<u8>) -> io::Result<Digest> {
     Ok(Digest(*blake3::hash(buf).as_bytes()))
 }
 
+/// Bitwise equality of two JSON values: floats by their bits (`0.0` and `-0.0` differ, and
+/// their canonical texts do too), integers and floats never equal (`1` is not `1.0`).
+fn same_value(a: &Value, b: &Value) -> bool {
+    use lockstep_canon::Number;
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(Number::Int(x)), Value::Number(Number::Int(y))) => x == y,
+        (Value::Number(Number::BigInt(x)), Value::Number(Number::BigInt(y))) => x == y,
+        (Value::Number(Number::Float(x)), Value::Number(Number::Float(y))) => {
+            x.to_bits() == y.to_bits()
+        }
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x
+                    .iter()
+                    .zip(y)
+                    .all(|((kx, x), (ky, y))| kx == ky && same_value(x, y))
+        }
+        _ => false,
+    }
+}
+
+/// True when `v` nests arrays or objects at least `levels` deep (a scalar is 0 deep).
+fn nests(v: &Value, levels: usize) -> bool {
+    if levels == 0 {
+        return true;
+    }
+    match v {
+        Value::Array(items) => items.iter().any(|x| nests(x, levels - 1)),
+        Value::Object(map) => map.values().any(|x| nests(x, levels - 1)),
+        _ => false,
+    }
+}
+
+/// One member of an agent's last info and its canonical text `"key":value`.
+#[derive(Debug, Clone)]
+struct Member {
+    key: String,
+    value: Value,
+    /// Canonical text of the member, the key's part first (`key_len` bytes, then `:`).
+    text: Vec<u8>,
+    key_len: usize,
+}
+
+/// The canonical text of one agent's last info, kept member by member so that a step
+/// re-renders only the members whose values changed. The bytes hashed are exactly the
+/// canonical JSON of the info (`{` members joined by `,` `}`, profile python), as if written
+/// in one go: the cache changes the cost, never the digest (tested against the writer).
+#[derive(Debug, Clone, Default)]
+struct InfoCache {
+    members: Vec<Member>,
+}
+
+impl InfoCache {
+    /// Writes `'I' || canonical JSON of info` into `buf` and returns the digest, reusing the
+    /// text of every member equal (bitwise) to the same member of the last info.
+    fn digest(&mut self, map: &lockstep_canon::Map, buf: &mut Vec<u8>) -> io::Result<Digest> {
+        // The writer refuses values nested deeper than MAX_WRITE_DEPTH counting from the
+        // info; a member written on its own would start one level lower, so such infos go
+        // through the writer whole (which gives its error).
+        let deep = lockstep_canon::MAX_WRITE_DEPTH - 1;
+        if map.values().any(|v| nests(v, deep)) {
+            return info_digest_with(&Value::Object(map.clone()), buf);
+        }
+        for (i, (key, value)) in map.iter().enumerate() {
+            if i == self.members.len() {
+                self.members.push(Member {
+                    key: String::new(),
+                    value: Value::Null,
+                    text: Vec::new(),
+                    key_len: 0,
+                });
+            }
+            let m = &mut self.members[i];
+            if m.key != *key || m.text.is_empty() {
+                m.key.clone_from(key);
+                m.text.clear();
+                lockstep_canon::write(&Value::String(key.clone()), Profile::Python, &mut m.text)?;
+                m.key_len = m.text.len();
+                m.text.push(b':');
+            } else if same_value(&m.value, value) {
+                continue;
+            } else {
+                m.text.truncate(m.key_len + 1);
+            }
+            if let Err(e) = lockstep_canon::write(value, Profile::Python, &mut m.text) {
+                // Forget the half-written member; the whole writer words the error (with
+                // its JSON Pointer).
+                m.text.clear();
+                info_digest_with(&Value::Object(map.clone()), buf)?;
+                return Err(e);
+            }
+            m.value.clone_from(value);
+        }
+        self.members.truncate(map.len());
+        let len: usize = self.members.iter().map(|m| m.text.len() + 1).sum();
+        buf.clear();
+        buf.reserve(len + 2);
+        buf.extend_from_slice(b"I{");
+        for (i, m) in self.members.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            buf.extend_from_slice(&m.text);
+        }
+        buf.push(b'}');
+        Ok(Digest(*blake3::hash(buf).as_bytes()))
+    }
+}
+
 /// The digest of one transition's log lines (node `L`).
 pub fn logs_digest(lines: &[String]) -> Digest {
     let len: usize = lines.iter().map(|l| l.len() + 8).sum();
@@ -322,6 +437,8 @@ pub struct Tracer {
     steps: Vec<StepDigest>,
     /// Reused buffer for canonical info bytes.
     scratch: Vec<u8>,
+    /// agent -> its last info, member by member (cache mode on).
+    infos: BTreeMap<String, InfoCache>,
 }
 
 impl Tracer {
@@ -378,7 +495,7 @@ impl Tracer {
         }
         h.u64(a.reward.to_bits());
         h.bytes(&[u8::from(a.terminated), u8::from(a.truncated)]);
-        let info = info_digest_with(&a.info, &mut self.scratch).map_err(|e| TraceError::Info {
+        let info = self.info(agent, &a.info).map_err(|e| TraceError::Info {
             step,
             agent: agent.to_string(),
             message: e.to_string(),
@@ -392,6 +509,21 @@ impl Tracer {
             truncated: a.truncated,
             info,
         })
+    }
+
+    /// The digest of one agent's info (node `I`), from the member cache when it is on.
+    fn info(&mut self, agent: &str, info: &Value) -> io::Result<Digest> {
+        let Value::Object(map) = info else {
+            return info_digest_with(info, &mut self.scratch);
+        };
+        if self.mode == CacheMode::Off {
+            return info_digest_with(info, &mut self.scratch);
+        }
+        let cache = match self.infos.get_mut(agent) {
+            Some(c) => c,
+            None => self.infos.entry(agent.to_string()).or_default(),
+        };
+        cache.digest(map, &mut self.scratch)
     }
 
     fn array(&mut self, t: &Transition, agent: &str, key: &str, array: &Array) -> Digest {
@@ -882,6 +1014,81 @@ mod tests {
         }
         assert_eq!(on.episode(), off.episode());
         assert_ne!(on.episode(), Digest::ZERO);
+    }
+
+    /// The member cache hashes exactly the canonical JSON the writer makes, whatever changes
+    /// between steps: a value's type or sign of zero, NaN, keys that need escaping, members
+    /// added or removed, nested values, a non-object info, nesting at the writer's limit.
+    #[test]
+    fn info_cache_matches_the_writer() {
+        let parse = |text: &str| {
+            lockstep_canon::parse_with(
+                text.as_bytes(),
+                &lockstep_canon::ParseOptions {
+                    allow_nan: true,
+                    ..lockstep_canon::ParseOptions::default()
+                },
+            )
+            .unwrap()
+        };
+        let mut infos: Vec<Value> = [
+            r#"{"k":1}"#,
+            r#"{"k":1.0}"#,
+            r#"{"k":0.0}"#,
+            r#"{"k":-0.0}"#,
+            r#"{"k":NaN}"#,
+            r#"{"k":NaN}"#,
+            r#"{"k":"x","\u00e9\u0001\"":[1,2]}"#,
+            r#"{"k":"x","\u00e9\u0001\"":[1,3]}"#,
+            r#"{"k":"x","\u00e9\u0001\"":[1,3]}"#,
+            r#"{}"#,
+            r#"{"a":null,"k":true,"z":{"n":{"m":1}}}"#,
+            r#"{"a":null,"k":true,"z":{"n":{"m":2}}}"#,
+            r#"{"a":null,"k":true,"z":{"n":{"m":2}},"zz":123456789012345678901234567890}"#,
+            r#"{"k":true}"#,
+            r#"null"#,
+            r#"{"k":false}"#,
+            r#"{"j":false}"#,
+            r#"{"j":"\ud83d\ude00","k":1e300,"l":-1.5e-7}"#,
+        ]
+        .iter()
+        .map(|t| parse(t))
+        .collect();
+        // A member nested around the writer's depth limit (counted from the info).
+        for n in lockstep_canon::MAX_WRITE_DEPTH - 3..lockstep_canon::MAX_WRITE_DEPTH + 2 {
+            let mut v = Value::Array(vec![]);
+            for _ in 1..n {
+                v = Value::Array(vec![v]);
+            }
+            let mut m = Map::new();
+            m.insert("k".into(), v);
+            infos.push(Value::Object(m));
+            infos.push(obj("k", 1));
+        }
+        let mut on = Tracer::new(CacheMode::On);
+        let mut off = Tracer::new(CacheMode::Off);
+        let mut errors = 0;
+        for (i, info) in infos.iter().enumerate() {
+            let want = info_digest(info);
+            for agent in ["a", "b"] {
+                let got = on.info(agent, info);
+                assert_eq!(got.is_ok(), want.is_ok(), "info {i}");
+                if let (Ok(got), Ok(want)) = (&got, &want) {
+                    assert_eq!(got, want, "info {i}");
+                } else {
+                    let (got, want) = (got.unwrap_err(), want.as_ref().unwrap_err());
+                    assert_eq!(got.to_string(), want.to_string(), "info {i}");
+                    errors += 1;
+                }
+                assert_eq!(
+                    off.info(agent, info).ok(),
+                    want.as_ref().ok().copied(),
+                    "info {i}"
+                );
+            }
+        }
+        // The limit was crossed: some of the nested infos have no canonical form.
+        assert!(errors > 0);
     }
 
     #[test]
