@@ -327,19 +327,54 @@ struct Member {
 #[derive(Debug, Clone, Default)]
 struct InfoCache {
     members: Vec<Member>,
+    /// This step's changed numbers, booleans and nulls, written in one call of the writer
+    /// (each call sets up an 8 KiB staging buffer, which costs more than a number's text).
+    batch: Vec<Value>,
+    /// The member index of each `batch` entry.
+    batch_at: Vec<usize>,
+}
+
+/// A value whose canonical text has no `,`: the batch's texts are split on commas.
+fn comma_free(v: &Value) -> bool {
+    matches!(v, Value::Null | Value::Bool(_) | Value::Number(_))
 }
 
 impl InfoCache {
     /// Writes `'I' || canonical JSON of info` into `buf` and returns the digest, reusing the
     /// text of every member equal (bitwise) to the same member of the last info.
     fn digest(&mut self, map: &lockstep_canon::Map, buf: &mut Vec<u8>) -> io::Result<Digest> {
-        // The writer refuses values nested deeper than MAX_WRITE_DEPTH counting from the
-        // info; a member written on its own would start one level lower, so such infos go
-        // through the writer whole (which gives its error).
-        let deep = lockstep_canon::MAX_WRITE_DEPTH - 1;
-        if map.values().any(|v| nests(v, deep)) {
+        if self.render(map, buf).is_err() {
+            // Start again from nothing next time; the whole writer is the authority: it
+            // words the error (with its JSON Pointer) or, for an info too deep for members
+            // to be written on their own, gives the digest.
+            self.members.clear();
             return info_digest_with(&Value::Object(map.clone()), buf);
         }
+        let len: usize = self.members.iter().map(|m| m.text.len() + 1).sum();
+        buf.clear();
+        buf.reserve(len + 2);
+        buf.extend_from_slice(b"I{");
+        for (i, m) in self.members.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            buf.extend_from_slice(&m.text);
+        }
+        buf.push(b'}');
+        Ok(Digest(*blake3::hash(buf).as_bytes()))
+    }
+
+    /// Brings every member's text up to date with `map` (`buf` is scratch).
+    fn render(&mut self, map: &lockstep_canon::Map, buf: &mut Vec<u8>) -> io::Result<()> {
+        // The writer refuses values nested deeper than MAX_WRITE_DEPTH counting from the
+        // info; a member written on its own would start one level lower, so such infos go
+        // through the writer whole.
+        let deep = lockstep_canon::MAX_WRITE_DEPTH - 1;
+        if map.values().any(|v| nests(v, deep)) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "nested deep"));
+        }
+        self.batch.clear();
+        self.batch_at.clear();
         for (i, (key, value)) in map.iter().enumerate() {
             if i == self.members.len() {
                 self.members.push(Member {
@@ -361,28 +396,35 @@ impl InfoCache {
             } else {
                 m.text.truncate(m.key_len + 1);
             }
-            if let Err(e) = lockstep_canon::write(value, Profile::Python, &mut m.text) {
-                // Forget the half-written member; the whole writer words the error (with
-                // its JSON Pointer).
-                m.text.clear();
-                info_digest_with(&Value::Object(map.clone()), buf)?;
-                return Err(e);
-            }
             m.value.clone_from(value);
+            if comma_free(value) {
+                self.batch.push(value.clone());
+                self.batch_at.push(i);
+            } else {
+                lockstep_canon::write(value, Profile::Python, &mut m.text)?;
+            }
         }
         self.members.truncate(map.len());
-        let len: usize = self.members.iter().map(|m| m.text.len() + 1).sum();
-        buf.clear();
-        buf.reserve(len + 2);
-        buf.extend_from_slice(b"I{");
-        for (i, m) in self.members.iter().enumerate() {
-            if i > 0 {
-                buf.push(b',');
-            }
-            buf.extend_from_slice(&m.text);
+        if self.batch.is_empty() {
+            return Ok(());
         }
-        buf.push(b'}');
-        Ok(Digest(*blake3::hash(buf).as_bytes()))
+        let all = Value::Array(std::mem::take(&mut self.batch));
+        buf.clear();
+        let written = lockstep_canon::write(&all, Profile::Python, buf);
+        if let Value::Array(v) = all {
+            self.batch = v;
+        }
+        written?;
+        // `[t0,t1,..]`: no text contains a comma.
+        let body = &buf[1..buf.len() - 1];
+        let mut texts = body.split(|&b| b == b',');
+        for &i in &self.batch_at {
+            let text = texts.next().ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidData, "batch text too short")
+            })?;
+            self.members[i].text.extend_from_slice(text);
+        }
+        Ok(())
     }
 }
 

@@ -8,7 +8,9 @@
 //!
 //! Tracing's cost per step is `step+trace - step`; the issue's budget is 5% of `step`.
 //!
-//! Run: `cargo bench -p lockstep-range --bench trace_overhead`. Times are the benchmarking
+//! Run: `cargo bench -p lockstep-range --bench trace_overhead`; with `LOCKSTEP_BENCH_PAIRED=1`
+//! it first prints an interleaved measurement (see [`paired`]), the one to trust on a busy
+//! machine. Times are the benchmarking
 //! thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), so that figures taken on a shared,
 //! loaded machine count only the time this thread ran; `LOCKSTEP_BENCH_WALL=1` (or a system
 //! without that file) measures wall time. Before the benchmarks it prints how often each key
@@ -220,6 +222,60 @@ fn bench<M: Measurement + 'static>(c: &mut Criterion<M>) {
     g.finish();
 }
 
+/// Interleaved measurement, robust to a shared machine: two drivers with the same seeds step
+/// the same episodes, one alone and one traced, in alternating blocks of `block` steps; each
+/// block's thread CPU time is taken. Prints the median per-step time of each and the median of
+/// the per-round overhead `(traced - alone) / alone`.
+fn paired(mode: CacheMode, label: &str, rounds: usize, block: usize) {
+    let Some(_) = thread_cpu_ns() else { return };
+    let now = || thread_cpu_ns().unwrap_or(0);
+    let mut alone = Driver::new();
+    let mut traced = Driver::new();
+    let mut tracer = Tracer::new(mode);
+    tracer.record(traced.env.transition()).expect("canonical info");
+    let (mut a, mut t, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds + 2 {
+        let start = now();
+        for _ in 0..block {
+            black_box(alone.step());
+        }
+        let mid = now();
+        for _ in 0..block {
+            if traced.step() || tracer.steps().len() >= 1000 {
+                tracer.clear();
+            }
+            black_box(tracer.record(traced.env.transition()).expect("canonical info").digest);
+        }
+        let end = now();
+        if round < 2 {
+            continue; // warm-up
+        }
+        let (ta, tt) = ((mid - start) as f64, (end - mid) as f64);
+        a.push(ta / block as f64 / 1000.0);
+        t.push(tt / block as f64 / 1000.0);
+        ratio.push((tt - ta) / ta);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (q1, q3) = {
+        ratio.sort_by(f64::total_cmp);
+        (ratio[ratio.len() / 4], ratio[3 * ratio.len() / 4])
+    };
+    let (ma, mt, mr) = (median(&mut a), median(&mut t), median(&mut ratio));
+    eprintln!(
+        "paired/{label}: step {ma:.2} µs ({:.0} steps/s), step+trace {mt:.2} µs ({:.0} steps/s), \
+         trace {:.2} µs = {:.1}% of the step (quartiles {:.1}%..{:.1}%, {rounds} rounds of {block})",
+        1e6 / ma,
+        1e6 / mt,
+        mt - ma,
+        100.0 * mr,
+        100.0 * q1,
+        100.0 * q3
+    );
+}
+
 fn config<M: Measurement>(c: Criterion<M>) -> Criterion<M> {
     c.warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(3))
@@ -227,6 +283,10 @@ fn config<M: Measurement>(c: Criterion<M>) -> Criterion<M> {
 
 fn main() {
     change_rates(2000);
+    if std::env::var_os("LOCKSTEP_BENCH_PAIRED").is_some() {
+        paired(CacheMode::On, "cache", 60, 500);
+        paired(CacheMode::Off, "no_cache", 20, 500);
+    }
     if std::env::var_os("LOCKSTEP_BENCH_WALL").is_some() || thread_cpu_ns().is_none() {
         let mut c = config(Criterion::default()).configure_from_args();
         bench(&mut c);
