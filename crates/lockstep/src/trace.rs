@@ -203,6 +203,13 @@ impl Node {
         v.push(tag);
         Node(v)
     }
+    /// A node written into a recycled buffer (the tracer keeps a few, so that a step
+    /// allocates none for its nodes).
+    fn reuse(tag: u8, mut v: Vec<u8>) -> Node {
+        v.clear();
+        v.push(tag);
+        Node(v)
+    }
     fn bytes(&mut self, b: &[u8]) {
         self.0.extend_from_slice(b);
     }
@@ -236,6 +243,12 @@ fn le_slice(d: &ArrayData) -> Option<&[u8]> {
 /// offset 0 and in one call, so that BLAKE3 hashes their 1 KiB chunks in parallel (SIMD); a
 /// header in front of them would shift every chunk boundary and make most of the work serial.
 pub fn array_digest(a: &Array) -> Digest {
+    let mut buf = Vec::new();
+    array_digest_in(a, &mut buf)
+}
+
+/// [`array_digest`] writing its node into a recycled buffer.
+fn array_digest_in(a: &Array, buf: &mut Vec<u8>) -> Digest {
     let elements = match le_slice(a.data()) {
         Some(bytes) => blake3::hash(bytes),
         None => {
@@ -246,7 +259,7 @@ pub fn array_digest(a: &Array) -> Digest {
             h.finalize()
         }
     };
-    let mut n = Node::new(b'A', 2 + 8 * (a.shape().len() + 2) + 32);
+    let mut n = Node::reuse(b'A', std::mem::take(buf));
     n.bytes(&[a.dtype().tag()]);
     n.u64(a.shape().len() as u64);
     for &d in a.shape() {
@@ -254,7 +267,9 @@ pub fn array_digest(a: &Array) -> Digest {
     }
     n.u64((a.len() * a.dtype().size()) as u64);
     n.bytes(elements.as_bytes());
-    n.finish()
+    let d = n.finish();
+    *buf = n.0;
+    d
 }
 
 /// The digest of one info value (node `I`).
@@ -430,13 +445,19 @@ impl InfoCache {
 
 /// The digest of one transition's log lines (node `L`).
 pub fn logs_digest(lines: &[String]) -> Digest {
-    let len: usize = lines.iter().map(|l| l.len() + 8).sum();
-    let mut n = Node::new(b'L', 9 + len);
+    logs_digest_in(lines, &mut Vec::new())
+}
+
+/// [`logs_digest`] writing its node into a recycled buffer.
+fn logs_digest_in(lines: &[String], buf: &mut Vec<u8>) -> Digest {
+    let mut n = Node::reuse(b'L', std::mem::take(buf));
     n.u64(lines.len() as u64);
     for line in lines {
         n.name(line);
     }
-    n.finish()
+    let d = n.finish();
+    *buf = n.0;
+    d
 }
 
 /// The next link of the episode chain (node `E`).
@@ -481,6 +502,10 @@ pub struct Tracer {
     scratch: Vec<u8>,
     /// agent -> its last info, member by member (cache mode on).
     infos: BTreeMap<String, InfoCache>,
+    /// Recycled node buffers: step, agent, and array/logs/chain nodes.
+    step_buf: Vec<u8>,
+    agent_buf: Vec<u8>,
+    node_buf: Vec<u8>,
 }
 
 impl Tracer {
@@ -494,7 +519,7 @@ impl Tracer {
     /// Digests `t` as the next step (the first call is step 0) and extends the chain.
     pub fn record(&mut self, t: &Transition) -> Result<&StepDigest, TraceError> {
         let step = self.steps.len() as u64;
-        let mut sh = Node::new(b'S', 17 + 32 * (t.agents.len() + 1));
+        let mut sh = Node::reuse(b'S', std::mem::take(&mut self.step_buf));
         sh.u64(step);
         sh.u64(t.agents.len() as u64);
         let mut agents = BTreeMap::new();
@@ -503,10 +528,15 @@ impl Tracer {
             sh.bytes(&d.digest.0);
             agents.insert(agent.clone(), d);
         }
-        let logs = logs_digest(&t.logs);
+        let logs = logs_digest_in(&t.logs, &mut self.node_buf);
         sh.bytes(&logs.0);
         let digest = sh.finish();
-        self.episode = chain(&self.episode, &digest);
+        self.step_buf = sh.0;
+        let mut e = Node::reuse(b'E', std::mem::take(&mut self.node_buf));
+        e.bytes(&self.episode.0);
+        e.bytes(&digest.0);
+        self.episode = e.finish();
+        self.node_buf = e.0;
         self.steps.push(StepDigest {
             step,
             digest,
@@ -524,8 +554,7 @@ impl Tracer {
         agent: &str,
         a: &AgentStep,
     ) -> Result<AgentDigest, TraceError> {
-        let names: usize = a.obs.keys().map(|k| k.len() + 40).sum();
-        let mut h = Node::new(b'G', 8 + agent.len() + 8 + names + 8 + 2 + 32);
+        let mut h = Node::reuse(b'G', std::mem::take(&mut self.agent_buf));
         h.name(agent);
         h.u64(a.obs.len() as u64);
         let mut obs = BTreeMap::new();
@@ -543,8 +572,10 @@ impl Tracer {
             message: e.to_string(),
         })?;
         h.bytes(&info.0);
+        let digest = h.finish();
+        self.agent_buf = h.0;
         Ok(AgentDigest {
-            digest: h.finish(),
+            digest,
             obs,
             reward: a.reward,
             terminated: a.terminated,
@@ -570,7 +601,7 @@ impl Tracer {
 
     fn array(&mut self, t: &Transition, agent: &str, key: &str, array: &Array) -> Digest {
         if self.mode == CacheMode::Off {
-            return array_digest(array);
+            return array_digest_in(array, &mut self.node_buf);
         }
         let rev = array.revision();
         if let Some(&(r, d)) = self.cache.get(agent).and_then(|m| m.get(key)) {
@@ -578,9 +609,10 @@ impl Tracer {
                 return d;
             }
         }
-        let d = self
-            .same_as_earlier(t, agent, key, array)
-            .unwrap_or_else(|| array_digest(array));
+        let d = match self.same_as_earlier(t, agent, key, array) {
+            Some(d) => d,
+            None => array_digest_in(array, &mut self.node_buf),
+        };
         let slot = match self.cache.get_mut(agent) {
             Some(m) => m,
             None => self.cache.entry(agent.to_string()).or_default(),
