@@ -136,7 +136,9 @@ fn bench<M: Measurement + 'static>(c: &mut Criterion<M>) {
     c.bench_function("hash_12KiB/blake3", |b| {
         b.iter(|| black_box(blake3::hash(black_box(&data))))
     });
-    let adj: Vec<u8> = (0..40_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let adj: Vec<u8> = (0..40_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
     let copy = adj.clone();
     c.bench_function("adj_40000B/whole", |b| {
         b.iter(|| black_box(blake3::hash(black_box(&adj))))

@@ -35,7 +35,13 @@
 //! Array digests are cached per (agent, key) by [`Array::revision`]: an array whose revision has
 //! not moved since the last step has the same contents (every mutable borrow takes a fresh,
 //! process-unique revision), so its digest is reused instead of hashing the bytes again.
-//! [`CacheMode::Off`] hashes everything; both give the same digests (tested).
+//! Arrays of 16 KiB or more also keep their last bytes and the BLAKE3 chaining value of each
+//! 4 KiB block ([`Blocks`]): only changed blocks are rehashed, and the blocks are merged up
+//! BLAKE3's own tree, so the element hash is still `blake3::hash` of the bytes. Infos keep
+//! their canonical text member by member ([`InfoCache`]): only changed members are written
+//! again, and the bytes hashed are still the info's canonical JSON. None of the caches
+//! changes a digest: [`CacheMode::Off`] hashes everything from scratch and gives the same
+//! digests (tested).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -309,8 +315,7 @@ fn same_value(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x
-                    .iter()
+                && x.iter()
                     .zip(y)
                     .all(|((kx, x), (ky, y))| kx == ky && same_value(x, y))
         }
@@ -514,7 +519,10 @@ impl Blocks {
             self.cvs
                 .extend(bytes.chunks(BLOCK_BYTES).enumerate().map(|(i, b)| cv(i, b)));
         } else {
-            let blocks = self.prev.chunks_mut(BLOCK_BYTES).zip(bytes.chunks(BLOCK_BYTES));
+            let blocks = self
+                .prev
+                .chunks_mut(BLOCK_BYTES)
+                .zip(bytes.chunks(BLOCK_BYTES));
             for (i, (old, new)) in blocks.enumerate() {
                 if old != new {
                     old.copy_from_slice(new);
@@ -1289,12 +1297,18 @@ mod tests {
                     1 => {
                         let from = at.saturating_sub(3);
                         let to = (at + BLOCK_BYTES + 3).min(len);
-                        bytes[from..to].iter_mut().for_each(|v| *v = v.wrapping_add(1));
+                        bytes[from..to]
+                            .iter_mut()
+                            .for_each(|v| *v = v.wrapping_add(1));
                     }
                     2 => bytes.copy_from_slice(&original),
                     _ => {}
                 }
-                assert_eq!(b.hash(&bytes), blake3::hash(&bytes), "len {len} round {round}");
+                assert_eq!(
+                    b.hash(&bytes),
+                    blake3::hash(&bytes),
+                    "len {len} round {round}"
+                );
             }
             // A length change starts over.
             let shorter = &bytes[..len - 1];
@@ -1308,7 +1322,11 @@ mod tests {
     fn block_cache_and_no_cache_agree() {
         let mut t = step(&[1.0], obj("k", 1), &[]);
         let big = |n: usize, seed: f32| {
-            Array::new(&[n], ArrayData::F32((0..n).map(|i| i as f32 + seed).collect())).unwrap()
+            Array::new(
+                &[n],
+                ArrayData::F32((0..n).map(|i| i as f32 + seed).collect()),
+            )
+            .unwrap()
         };
         t.agents
             .get_mut("a")

@@ -80,7 +80,11 @@ fn change_rates(steps: usize) {
         let mut m = BTreeMap::new();
         for (agent, s) in &d.env.transition().agents {
             for (key, a) in &s.obs {
-                let bytes = if key == "adj_matrix" { a.to_le_bytes() } else { Vec::new() };
+                let bytes = if key == "adj_matrix" {
+                    a.to_le_bytes()
+                } else {
+                    Vec::new()
+                };
                 m.insert((agent.clone(), key.clone()), (a.revision(), bytes));
             }
         }
@@ -92,7 +96,12 @@ fn change_rates(steps: usize) {
     let mut infos = 0usize;
     let mut prev = snapshot(&d);
     let info = |d: &Driver| -> Vec<_> {
-        d.env.transition().agents.values().map(|a| a.info.clone()).collect()
+        d.env
+            .transition()
+            .agents
+            .values()
+            .map(|a| a.info.clone())
+            .collect()
     };
     let mut prev_info = info(&d);
     for _ in 0..steps {
@@ -104,7 +113,9 @@ fn change_rates(steps: usize) {
         let now = snapshot(&d);
         let mut keys = std::collections::BTreeSet::new();
         for (k, (r, bytes)) in &now {
-            let Some((pr, pbytes)) = prev.get(k) else { continue };
+            let Some((pr, pbytes)) = prev.get(k) else {
+                continue;
+            };
             if pr == r {
                 continue;
             }
@@ -215,7 +226,12 @@ fn bench<M: Measurement + 'static>(c: &mut Criterion<M>) {
                     // A new episode (or a long one cut) starts a new trace; the cache stays.
                     tracer.clear();
                 }
-                black_box(tracer.record(d.env.transition()).expect("canonical info").digest)
+                black_box(
+                    tracer
+                        .record(d.env.transition())
+                        .expect("canonical info")
+                        .digest,
+                )
             })
         });
     }
@@ -232,7 +248,9 @@ fn paired(mode: CacheMode, label: &str, rounds: usize, block: usize) {
     let mut alone = Driver::new();
     let mut traced = Driver::new();
     let mut tracer = Tracer::new(mode);
-    tracer.record(traced.env.transition()).expect("canonical info");
+    tracer
+        .record(traced.env.transition())
+        .expect("canonical info");
     let (mut a, mut t, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds + 2 {
         let start = now();
@@ -244,7 +262,12 @@ fn paired(mode: CacheMode, label: &str, rounds: usize, block: usize) {
             if traced.step() || tracer.steps().len() >= 1000 {
                 tracer.clear();
             }
-            black_box(tracer.record(traced.env.transition()).expect("canonical info").digest);
+            black_box(
+                tracer
+                    .record(traced.env.transition())
+                    .expect("canonical info")
+                    .digest,
+            );
         }
         let end = now();
         if round < 2 {
