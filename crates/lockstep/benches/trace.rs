@@ -5,7 +5,11 @@
 //! - `env_step`: the synthetic env's own step (rewrites every array): the baseline;
 //! - `trace/all_changed/{cache,no_cache}`: tracing a step where every array changed;
 //! - `trace/one_key_changed/{cache,no_cache}`: only one key per agent changed (the revision
-//!   cache skips the other two).
+//!   cache skips the other two);
+//! - `adj_40000B/*`: what a chunk cache for the range's 40 KB `adj_matrix` would cost: hashing
+//!   it whole (`whole`), comparing it with the previous copy (`memcmp`), and hashing it as ten
+//!   4 KiB BLAKE3 subtrees merged into the same root (`4KiB_subtrees`, `blake3::hazmat`), of
+//!   which a chunk cache would rehash only the changed ones (43% of them on the range).
 //!
 //! Run: `cargo bench -p lockstep --bench trace` (thread CPU time; `LOCKSTEP_BENCH_WALL=1` for
 //! wall time).
@@ -132,6 +136,20 @@ fn bench<M: Measurement + 'static>(c: &mut Criterion<M>) {
     c.bench_function("hash_12KiB/blake3", |b| {
         b.iter(|| black_box(blake3::hash(black_box(&data))))
     });
+    let adj: Vec<u8> = (0..40_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let copy = adj.clone();
+    c.bench_function("adj_40000B/whole", |b| {
+        b.iter(|| black_box(blake3::hash(black_box(&adj))))
+    });
+    c.bench_function("adj_40000B/memcmp", |b| {
+        b.iter(|| black_box(black_box(&adj[..]) == black_box(&copy[..])))
+    });
+    assert_eq!(subtrees(&adj, 4096), blake3::hash(&adj));
+    c.bench_function("adj_40000B/4KiB_subtrees", |b| {
+        b.iter(|| black_box(subtrees(black_box(&adj), 4096)))
+    });
     c.bench_function("env_step", |b| {
         let mut t = transition();
         let mut n = 0;
@@ -167,6 +185,35 @@ fn bench<M: Measurement + 'static>(c: &mut Criterion<M>) {
             });
         }
     }
+}
+
+/// BLAKE3 of `bytes` computed as fixed `block`-byte subtrees (a power of two of chunks) merged
+/// up the BLAKE3 tree: the same root as `blake3::hash`, and what an incremental cache would do.
+fn subtrees(bytes: &[u8], block: usize) -> blake3::Hash {
+    use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
+    let cvs: Vec<[u8; 32]> = bytes
+        .chunks(block)
+        .enumerate()
+        .map(|(i, b)| {
+            blake3::Hasher::new()
+                .set_input_offset((i * block) as u64)
+                .update(b)
+                .finalize_non_root()
+        })
+        .collect();
+    // BLAKE3's left subtree is the largest power of two of blocks strictly below the count.
+    fn left(n: usize) -> usize {
+        1 << (usize::BITS - 1 - (n - 1).leading_zeros())
+    }
+    fn merge(cvs: &[[u8; 32]]) -> [u8; 32] {
+        if cvs.len() == 1 {
+            return cvs[0];
+        }
+        let l = left(cvs.len());
+        merge_subtrees_non_root(&merge(&cvs[..l]), &merge(&cvs[l..]), Mode::Hash)
+    }
+    let l = left(cvs.len());
+    merge_subtrees_root(&merge(&cvs[..l]), &merge(&cvs[l..]), Mode::Hash)
 }
 
 fn config<M: Measurement>(c: Criterion<M>) -> Criterion<M> {

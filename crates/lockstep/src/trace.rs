@@ -35,7 +35,13 @@
 //! Array digests are cached per (agent, key) by [`Array::revision`]: an array whose revision has
 //! not moved since the last step has the same contents (every mutable borrow takes a fresh,
 //! process-unique revision), so its digest is reused instead of hashing the bytes again.
-//! [`CacheMode::Off`] hashes everything; both give the same digests (tested).
+//! Arrays of 16 KiB or more also keep their last bytes and the BLAKE3 chaining value of each
+//! 4 KiB block ([`Blocks`]): only changed blocks are rehashed, and the blocks are merged up
+//! BLAKE3's own tree, so the element hash is still `blake3::hash` of the bytes. Infos keep
+//! their canonical text member by member ([`InfoCache`]): only changed members are written
+//! again, and the bytes hashed are still the info's canonical JSON. None of the caches
+//! changes a digest: [`CacheMode::Off`] hashes everything from scratch and gives the same
+//! digests (tested).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -203,6 +209,13 @@ impl Node {
         v.push(tag);
         Node(v)
     }
+    /// A node written into a recycled buffer (the tracer keeps a few, so that a step
+    /// allocates none for its nodes).
+    fn reuse(tag: u8, mut v: Vec<u8>) -> Node {
+        v.clear();
+        v.push(tag);
+        Node(v)
+    }
     fn bytes(&mut self, b: &[u8]) {
         self.0.extend_from_slice(b);
     }
@@ -236,6 +249,12 @@ fn le_slice(d: &ArrayData) -> Option<&[u8]> {
 /// offset 0 and in one call, so that BLAKE3 hashes their 1 KiB chunks in parallel (SIMD); a
 /// header in front of them would shift every chunk boundary and make most of the work serial.
 pub fn array_digest(a: &Array) -> Digest {
+    let mut buf = Vec::new();
+    array_digest_in(a, &mut buf)
+}
+
+/// [`array_digest`] writing its node into a recycled buffer.
+fn array_digest_in(a: &Array, buf: &mut Vec<u8>) -> Digest {
     let elements = match le_slice(a.data()) {
         Some(bytes) => blake3::hash(bytes),
         None => {
@@ -246,7 +265,12 @@ pub fn array_digest(a: &Array) -> Digest {
             h.finalize()
         }
     };
-    let mut n = Node::new(b'A', 2 + 8 * (a.shape().len() + 2) + 32);
+    array_node(a, &elements, buf)
+}
+
+/// Node `A` of `a` given the BLAKE3 hash of its element bytes.
+fn array_node(a: &Array, elements: &blake3::Hash, buf: &mut Vec<u8>) -> Digest {
+    let mut n = Node::reuse(b'A', std::mem::take(buf));
     n.bytes(&[a.dtype().tag()]);
     n.u64(a.shape().len() as u64);
     for &d in a.shape() {
@@ -254,7 +278,9 @@ pub fn array_digest(a: &Array) -> Digest {
     }
     n.u64((a.len() * a.dtype().size()) as u64);
     n.bytes(elements.as_bytes());
-    n.finish()
+    let d = n.finish();
+    *buf = n.0;
+    d
 }
 
 /// The digest of one info value (node `I`).
@@ -271,15 +297,177 @@ fn info_digest_with(info: &Value, buf: &mut Vec<u8>) -> io::Result<Digest> {
     Ok(Digest(*blake3::hash(buf).as_bytes()))
 }
 
+/// Bitwise equality of two JSON values: floats by their bits (`0.0` and `-0.0` differ, and
+/// their canonical texts do too), integers and floats never equal (`1` is not `1.0`).
+fn same_value(a: &Value, b: &Value) -> bool {
+    use lockstep_canon::Number;
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(Number::Int(x)), Value::Number(Number::Int(y))) => x == y,
+        (Value::Number(Number::BigInt(x)), Value::Number(Number::BigInt(y))) => x == y,
+        (Value::Number(Number::Float(x)), Value::Number(Number::Float(y))) => {
+            x.to_bits() == y.to_bits()
+        }
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, x), (ky, y))| kx == ky && same_value(x, y))
+        }
+        _ => false,
+    }
+}
+
+/// True when `v` nests arrays or objects at least `levels` deep (a scalar is 0 deep).
+fn nests(v: &Value, levels: usize) -> bool {
+    if levels == 0 {
+        return true;
+    }
+    match v {
+        Value::Array(items) => items.iter().any(|x| nests(x, levels - 1)),
+        Value::Object(map) => map.values().any(|x| nests(x, levels - 1)),
+        _ => false,
+    }
+}
+
+/// One member of an agent's last info and its canonical text `"key":value`.
+#[derive(Debug, Clone)]
+struct Member {
+    key: String,
+    value: Value,
+    /// Canonical text of the member, the key's part first (`key_len` bytes, then `:`).
+    text: Vec<u8>,
+    key_len: usize,
+}
+
+/// The canonical text of one agent's last info, kept member by member so that a step
+/// re-renders only the members whose values changed. The bytes hashed are exactly the
+/// canonical JSON of the info (`{` members joined by `,` `}`, profile python), as if written
+/// in one go: the cache changes the cost, never the digest (tested against the writer).
+#[derive(Debug, Clone, Default)]
+struct InfoCache {
+    members: Vec<Member>,
+    /// This step's changed numbers, booleans and nulls, written in one call of the writer
+    /// (each call sets up an 8 KiB staging buffer, which costs more than a number's text).
+    batch: Vec<Value>,
+    /// The member index of each `batch` entry.
+    batch_at: Vec<usize>,
+}
+
+/// A value whose canonical text has no `,`: the batch's texts are split on commas.
+fn comma_free(v: &Value) -> bool {
+    matches!(v, Value::Null | Value::Bool(_) | Value::Number(_))
+}
+
+impl InfoCache {
+    /// Writes `'I' || canonical JSON of info` into `buf` and returns the digest, reusing the
+    /// text of every member equal (bitwise) to the same member of the last info.
+    fn digest(&mut self, map: &lockstep_canon::Map, buf: &mut Vec<u8>) -> io::Result<Digest> {
+        if self.render(map, buf).is_err() {
+            // Start again from nothing next time; the whole writer is the authority: it
+            // words the error (with its JSON Pointer) or, for an info too deep for members
+            // to be written on their own, gives the digest.
+            self.members.clear();
+            return info_digest_with(&Value::Object(map.clone()), buf);
+        }
+        let len: usize = self.members.iter().map(|m| m.text.len() + 1).sum();
+        buf.clear();
+        buf.reserve(len + 2);
+        buf.extend_from_slice(b"I{");
+        for (i, m) in self.members.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            buf.extend_from_slice(&m.text);
+        }
+        buf.push(b'}');
+        Ok(Digest(*blake3::hash(buf).as_bytes()))
+    }
+
+    /// Brings every member's text up to date with `map` (`buf` is scratch).
+    fn render(&mut self, map: &lockstep_canon::Map, buf: &mut Vec<u8>) -> io::Result<()> {
+        // The writer refuses values nested deeper than MAX_WRITE_DEPTH counting from the
+        // info; a member written on its own would start one level lower, so such infos go
+        // through the writer whole.
+        let deep = lockstep_canon::MAX_WRITE_DEPTH - 1;
+        if map.values().any(|v| nests(v, deep)) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "nested deep"));
+        }
+        self.batch.clear();
+        self.batch_at.clear();
+        for (i, (key, value)) in map.iter().enumerate() {
+            if i == self.members.len() {
+                self.members.push(Member {
+                    key: String::new(),
+                    value: Value::Null,
+                    text: Vec::new(),
+                    key_len: 0,
+                });
+            }
+            let m = &mut self.members[i];
+            if m.key != *key || m.text.is_empty() {
+                m.key.clone_from(key);
+                m.text.clear();
+                lockstep_canon::write(&Value::String(key.clone()), Profile::Python, &mut m.text)?;
+                m.key_len = m.text.len();
+                m.text.push(b':');
+            } else if same_value(&m.value, value) {
+                continue;
+            } else {
+                m.text.truncate(m.key_len + 1);
+            }
+            m.value.clone_from(value);
+            if comma_free(value) {
+                self.batch.push(value.clone());
+                self.batch_at.push(i);
+            } else {
+                lockstep_canon::write(value, Profile::Python, &mut m.text)?;
+            }
+        }
+        self.members.truncate(map.len());
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let all = Value::Array(std::mem::take(&mut self.batch));
+        buf.clear();
+        let written = lockstep_canon::write(&all, Profile::Python, buf);
+        if let Value::Array(v) = all {
+            self.batch = v;
+        }
+        written?;
+        // `[t0,t1,..]`: no text contains a comma.
+        let body = &buf[1..buf.len() - 1];
+        let mut texts = body.split(|&b| b == b',');
+        for &i in &self.batch_at {
+            let text = texts.next().ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidData, "batch text too short")
+            })?;
+            self.members[i].text.extend_from_slice(text);
+        }
+        Ok(())
+    }
+}
+
 /// The digest of one transition's log lines (node `L`).
 pub fn logs_digest(lines: &[String]) -> Digest {
-    let len: usize = lines.iter().map(|l| l.len() + 8).sum();
-    let mut n = Node::new(b'L', 9 + len);
+    logs_digest_in(lines, &mut Vec::new())
+}
+
+/// [`logs_digest`] writing its node into a recycled buffer.
+fn logs_digest_in(lines: &[String], buf: &mut Vec<u8>) -> Digest {
+    let mut n = Node::reuse(b'L', std::mem::take(buf));
     n.u64(lines.len() as u64);
     for line in lines {
         n.name(line);
     }
-    n.finish()
+    let d = n.finish();
+    *buf = n.0;
+    d
 }
 
 /// The next link of the episode chain (node `E`).
@@ -288,6 +476,84 @@ pub fn chain(prev: &Digest, step: &Digest) -> Digest {
     n.bytes(&prev.0);
     n.bytes(&step.0);
     n.finish()
+}
+
+/// Arrays of at least this many bytes get a [`Blocks`] cache (cache mode on).
+const BLOCKED_MIN_BYTES: usize = 16 * 1024;
+
+/// Bytes per block of [`Blocks`]: four BLAKE3 chunks, a power of two of chunks, so that every
+/// block but the last is a whole subtree of BLAKE3's tree and the last one is its tail.
+const BLOCK_BYTES: usize = 4 * blake3::CHUNK_LEN;
+
+/// The last element bytes seen under one (agent, key) and the BLAKE3 chaining value of each
+/// 4 KiB block of them. When the array changes, blocks are compared with the previous bytes
+/// (a memcmp is ten times cheaper than hashing) and only the changed ones are rehashed; the
+/// chaining values are then merged up BLAKE3's own tree (`blake3::hazmat`), so the result is
+/// exactly `blake3::hash` of the bytes: the trace format does not change (tested).
+#[derive(Debug, Clone, Default)]
+struct Blocks {
+    /// Invariant: `cvs[i]` is the chaining value of block `i` of `prev` at its offset.
+    prev: Vec<u8>,
+    cvs: Vec<[u8; 32]>,
+}
+
+impl Blocks {
+    /// `blake3::hash(bytes)`, rehashing only changed blocks.
+    fn hash(&mut self, bytes: &[u8]) -> blake3::Hash {
+        use blake3::hazmat::HasherExt;
+        if bytes.len() <= BLOCK_BYTES {
+            // One block is BLAKE3's root itself, not a subtree: nothing to keep.
+            self.prev.clear();
+            return blake3::hash(bytes);
+        }
+        let cv = |i: usize, block: &[u8]| {
+            Hasher::new()
+                .set_input_offset((i * BLOCK_BYTES) as u64)
+                .update(block)
+                .finalize_non_root()
+        };
+        if self.prev.len() != bytes.len() {
+            self.prev.clear();
+            self.prev.extend_from_slice(bytes);
+            self.cvs.clear();
+            self.cvs
+                .extend(bytes.chunks(BLOCK_BYTES).enumerate().map(|(i, b)| cv(i, b)));
+        } else {
+            let blocks = self
+                .prev
+                .chunks_mut(BLOCK_BYTES)
+                .zip(bytes.chunks(BLOCK_BYTES));
+            for (i, (old, new)) in blocks.enumerate() {
+                if old != new {
+                    old.copy_from_slice(new);
+                    self.cvs[i] = cv(i, new);
+                }
+            }
+        }
+        merge_root(&self.cvs)
+    }
+}
+
+/// BLAKE3's left subtree holds the largest power of two of blocks strictly below `n` (n >= 2).
+fn left_blocks(n: usize) -> usize {
+    1 << (usize::BITS - 1 - (n - 1).leading_zeros())
+}
+
+/// The chaining value of a run of whole blocks' subtrees (non-root).
+fn merge_cvs(cvs: &[[u8; 32]]) -> [u8; 32] {
+    use blake3::hazmat::{merge_subtrees_non_root, Mode};
+    if cvs.len() == 1 {
+        return cvs[0];
+    }
+    let l = left_blocks(cvs.len());
+    merge_subtrees_non_root(&merge_cvs(&cvs[..l]), &merge_cvs(&cvs[l..]), Mode::Hash)
+}
+
+/// The root hash of at least two blocks' chaining values.
+fn merge_root(cvs: &[[u8; 32]]) -> blake3::Hash {
+    use blake3::hazmat::{merge_subtrees_root, Mode};
+    let l = left_blocks(cvs.len());
+    merge_subtrees_root(&merge_cvs(&cvs[..l]), &merge_cvs(&cvs[l..]), Mode::Hash)
 }
 
 /// Arrays smaller than this are hashed rather than compared with other agents' arrays.
@@ -322,6 +588,14 @@ pub struct Tracer {
     steps: Vec<StepDigest>,
     /// Reused buffer for canonical info bytes.
     scratch: Vec<u8>,
+    /// agent -> its last info, member by member (cache mode on).
+    infos: BTreeMap<String, InfoCache>,
+    /// agent -> key -> block cache of arrays of at least [`BLOCKED_MIN_BYTES`].
+    blocks: BTreeMap<String, BTreeMap<String, Blocks>>,
+    /// Recycled node buffers: step, agent, and array/logs/chain nodes.
+    step_buf: Vec<u8>,
+    agent_buf: Vec<u8>,
+    node_buf: Vec<u8>,
 }
 
 impl Tracer {
@@ -335,7 +609,7 @@ impl Tracer {
     /// Digests `t` as the next step (the first call is step 0) and extends the chain.
     pub fn record(&mut self, t: &Transition) -> Result<&StepDigest, TraceError> {
         let step = self.steps.len() as u64;
-        let mut sh = Node::new(b'S', 17 + 32 * (t.agents.len() + 1));
+        let mut sh = Node::reuse(b'S', std::mem::take(&mut self.step_buf));
         sh.u64(step);
         sh.u64(t.agents.len() as u64);
         let mut agents = BTreeMap::new();
@@ -344,10 +618,15 @@ impl Tracer {
             sh.bytes(&d.digest.0);
             agents.insert(agent.clone(), d);
         }
-        let logs = logs_digest(&t.logs);
+        let logs = logs_digest_in(&t.logs, &mut self.node_buf);
         sh.bytes(&logs.0);
         let digest = sh.finish();
-        self.episode = chain(&self.episode, &digest);
+        self.step_buf = sh.0;
+        let mut e = Node::reuse(b'E', std::mem::take(&mut self.node_buf));
+        e.bytes(&self.episode.0);
+        e.bytes(&digest.0);
+        self.episode = e.finish();
+        self.node_buf = e.0;
         self.steps.push(StepDigest {
             step,
             digest,
@@ -365,8 +644,7 @@ impl Tracer {
         agent: &str,
         a: &AgentStep,
     ) -> Result<AgentDigest, TraceError> {
-        let names: usize = a.obs.keys().map(|k| k.len() + 40).sum();
-        let mut h = Node::new(b'G', 8 + agent.len() + 8 + names + 8 + 2 + 32);
+        let mut h = Node::reuse(b'G', std::mem::take(&mut self.agent_buf));
         h.name(agent);
         h.u64(a.obs.len() as u64);
         let mut obs = BTreeMap::new();
@@ -378,14 +656,16 @@ impl Tracer {
         }
         h.u64(a.reward.to_bits());
         h.bytes(&[u8::from(a.terminated), u8::from(a.truncated)]);
-        let info = info_digest_with(&a.info, &mut self.scratch).map_err(|e| TraceError::Info {
+        let info = self.info(agent, &a.info).map_err(|e| TraceError::Info {
             step,
             agent: agent.to_string(),
             message: e.to_string(),
         })?;
         h.bytes(&info.0);
+        let digest = h.finish();
+        self.agent_buf = h.0;
         Ok(AgentDigest {
-            digest: h.finish(),
+            digest,
             obs,
             reward: a.reward,
             terminated: a.terminated,
@@ -394,9 +674,24 @@ impl Tracer {
         })
     }
 
+    /// The digest of one agent's info (node `I`), from the member cache when it is on.
+    fn info(&mut self, agent: &str, info: &Value) -> io::Result<Digest> {
+        let Value::Object(map) = info else {
+            return info_digest_with(info, &mut self.scratch);
+        };
+        if self.mode == CacheMode::Off {
+            return info_digest_with(info, &mut self.scratch);
+        }
+        let cache = match self.infos.get_mut(agent) {
+            Some(c) => c,
+            None => self.infos.entry(agent.to_string()).or_default(),
+        };
+        cache.digest(map, &mut self.scratch)
+    }
+
     fn array(&mut self, t: &Transition, agent: &str, key: &str, array: &Array) -> Digest {
         if self.mode == CacheMode::Off {
-            return array_digest(array);
+            return array_digest_in(array, &mut self.node_buf);
         }
         let rev = array.revision();
         if let Some(&(r, d)) = self.cache.get(agent).and_then(|m| m.get(key)) {
@@ -404,9 +699,23 @@ impl Tracer {
                 return d;
             }
         }
-        let d = self
-            .same_as_earlier(t, agent, key, array)
-            .unwrap_or_else(|| array_digest(array));
+        let d = match self.same_as_earlier(t, agent, key, array) {
+            Some(d) => d,
+            None => match le_slice(array.data()) {
+                Some(bytes) if bytes.len() >= BLOCKED_MIN_BYTES => {
+                    let by_agent = match self.blocks.get_mut(agent) {
+                        Some(m) => m,
+                        None => self.blocks.entry(agent.to_string()).or_default(),
+                    };
+                    let blocks = match by_agent.get_mut(key) {
+                        Some(b) => b,
+                        None => by_agent.entry(key.to_string()).or_default(),
+                    };
+                    array_node(array, &blocks.hash(bytes), &mut self.node_buf)
+                }
+                _ => array_digest_in(array, &mut self.node_buf),
+            },
+        };
         let slot = match self.cache.get_mut(agent) {
             Some(m) => m,
             None => self.cache.entry(agent.to_string()).or_default(),
@@ -882,6 +1191,205 @@ mod tests {
         }
         assert_eq!(on.episode(), off.episode());
         assert_ne!(on.episode(), Digest::ZERO);
+    }
+
+    /// The member cache hashes exactly the canonical JSON the writer makes, whatever changes
+    /// between steps: a value's type or sign of zero, NaN, keys that need escaping, members
+    /// added or removed, nested values, a non-object info, nesting at the writer's limit.
+    #[test]
+    fn info_cache_matches_the_writer() {
+        let parse = |text: &str| {
+            lockstep_canon::parse_with(
+                text.as_bytes(),
+                &lockstep_canon::ParseOptions {
+                    allow_nan: true,
+                    ..lockstep_canon::ParseOptions::default()
+                },
+            )
+            .unwrap()
+        };
+        let mut infos: Vec<Value> = [
+            r#"{"k":1}"#,
+            r#"{"k":1.0}"#,
+            r#"{"k":0.0}"#,
+            r#"{"k":-0.0}"#,
+            r#"{"k":NaN}"#,
+            r#"{"k":NaN}"#,
+            r#"{"k":"x","\u00e9\u0001\"":[1,2]}"#,
+            r#"{"k":"x","\u00e9\u0001\"":[1,3]}"#,
+            r#"{"k":"x","\u00e9\u0001\"":[1,3]}"#,
+            r#"{}"#,
+            r#"{"a":null,"k":true,"z":{"n":{"m":1}}}"#,
+            r#"{"a":null,"k":true,"z":{"n":{"m":2}}}"#,
+            r#"{"a":null,"k":true,"z":{"n":{"m":2}},"zz":123456789012345678901234567890}"#,
+            r#"{"k":true}"#,
+            r#"null"#,
+            r#"{"k":false}"#,
+            r#"{"j":false}"#,
+            r#"{"j":"\ud83d\ude00","k":1e300,"l":-1.5e-7}"#,
+        ]
+        .iter()
+        .map(|t| parse(t))
+        .collect();
+        // A member nested around the writer's depth limit (counted from the info).
+        for n in lockstep_canon::MAX_WRITE_DEPTH - 3..lockstep_canon::MAX_WRITE_DEPTH + 2 {
+            let mut v = Value::Array(vec![]);
+            for _ in 1..n {
+                v = Value::Array(vec![v]);
+            }
+            let mut m = Map::new();
+            m.insert("k".into(), v);
+            infos.push(Value::Object(m));
+            infos.push(obj("k", 1));
+        }
+        let mut on = Tracer::new(CacheMode::On);
+        let mut off = Tracer::new(CacheMode::Off);
+        let mut errors = 0;
+        for (i, info) in infos.iter().enumerate() {
+            let want = info_digest(info);
+            for agent in ["a", "b"] {
+                let got = on.info(agent, info);
+                assert_eq!(got.is_ok(), want.is_ok(), "info {i}");
+                if let (Ok(got), Ok(want)) = (&got, &want) {
+                    assert_eq!(got, want, "info {i}");
+                } else {
+                    let (got, want) = (got.unwrap_err(), want.as_ref().unwrap_err());
+                    assert_eq!(got.to_string(), want.to_string(), "info {i}");
+                    errors += 1;
+                }
+                assert_eq!(
+                    off.info(agent, info).ok(),
+                    want.as_ref().ok().copied(),
+                    "info {i}"
+                );
+            }
+        }
+        // The limit was crossed: some of the nested infos have no canonical form.
+        assert!(errors > 0);
+    }
+
+    /// The block cache gives exactly `blake3::hash`, for lengths around block and tree
+    /// boundaries and for changes in one block, several, all, back to an earlier state.
+    #[test]
+    fn blocks_hash_like_blake3() {
+        let lens = [
+            BLOCK_BYTES + 1,
+            2 * BLOCK_BYTES,
+            2 * BLOCK_BYTES + 7,
+            3 * BLOCK_BYTES,
+            40_000,
+            8 * BLOCK_BYTES,
+            8 * BLOCK_BYTES + 1,
+            17 * BLOCK_BYTES + 100,
+        ];
+        for len in lens {
+            let mut bytes: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            let mut b = Blocks::default();
+            assert_eq!(b.hash(&bytes), blake3::hash(&bytes), "len {len}");
+            let original = bytes.clone();
+            let mut x = len as u64;
+            for round in 0..12 {
+                // Change one byte, or a run spanning a block boundary, or a byte back.
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let at = (x >> 33) as usize % len;
+                match round % 4 {
+                    0 => bytes[at] ^= 1,
+                    1 => {
+                        let from = at.saturating_sub(3);
+                        let to = (at + BLOCK_BYTES + 3).min(len);
+                        bytes[from..to]
+                            .iter_mut()
+                            .for_each(|v| *v = v.wrapping_add(1));
+                    }
+                    2 => bytes.copy_from_slice(&original),
+                    _ => {}
+                }
+                assert_eq!(
+                    b.hash(&bytes),
+                    blake3::hash(&bytes),
+                    "len {len} round {round}"
+                );
+            }
+            // A length change starts over.
+            let shorter = &bytes[..len - 1];
+            assert_eq!(b.hash(shorter), blake3::hash(shorter), "len {len} - 1");
+        }
+    }
+
+    /// Cached (block cache included) and uncached tracing agree on large arrays that change in
+    /// one block only, change back, change everywhere, change shape, or are shared by agents.
+    #[test]
+    fn block_cache_and_no_cache_agree() {
+        let mut t = step(&[1.0], obj("k", 1), &[]);
+        let big = |n: usize, seed: f32| {
+            Array::new(
+                &[n],
+                ArrayData::F32((0..n).map(|i| i as f32 + seed).collect()),
+            )
+            .unwrap()
+        };
+        t.agents
+            .get_mut("a")
+            .unwrap()
+            .obs
+            .insert("adj".into(), big(10_000, 0.0));
+        let mut on = Tracer::new(CacheMode::On);
+        let mut off = Tracer::new(CacheMode::Off);
+        for i in 0..24 {
+            let a = t.agents.get_mut("a").unwrap();
+            let arr = a.obs.get_mut("adj").unwrap();
+            match i % 6 {
+                0 => {
+                    // One element in one block, and back two steps later.
+                    if let ArrayData::F32(v) = arr.data_mut() {
+                        v[3000] += 1.0;
+                    }
+                }
+                1 => {
+                    // A fresh revision, same contents.
+                    arr.data_mut();
+                }
+                2 => {
+                    if let ArrayData::F32(v) = arr.data_mut() {
+                        v[3000] -= 1.0;
+                    }
+                }
+                3 => {
+                    // Every element.
+                    if let ArrayData::F32(v) = arr.data_mut() {
+                        v.iter_mut().for_each(|x| *x = -*x);
+                    }
+                }
+                4 => {
+                    // Same bytes, another shape; then another length.
+                    let bytes = arr.to_le_bytes();
+                    *arr = Array::from_le_bytes(DType::F32, &[1, arr.len()], &bytes).unwrap();
+                }
+                _ => *arr = big(9_000 + i, i as f32),
+            }
+            // A second agent: the same contents under a fresh revision every other step (found
+            // equal by comparing bytes), else its own array changed in one block.
+            let mut b = t.agents["a"].clone();
+            let shared = b.obs.get_mut("adj").unwrap();
+            if i % 2 == 1 {
+                if let ArrayData::F32(v) = shared.data_mut() {
+                    v[i * 100] = 0.5;
+                }
+            } else {
+                shared.data_mut();
+            }
+            t.agents.insert("b".into(), b);
+            let got = on.record(&t).unwrap().clone();
+            assert_eq!(&got, off.record(&t).unwrap(), "step {i}");
+            for (agent, s) in &t.agents {
+                assert_eq!(
+                    got.agents[agent].obs["adj"],
+                    array_digest(&s.obs["adj"]),
+                    "step {i} agent {agent}"
+                );
+            }
+        }
+        assert_eq!(on.episode(), off.episode());
     }
 
     #[test]
