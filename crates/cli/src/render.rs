@@ -85,6 +85,23 @@ pub fn summary_text(report: &Report) -> String {
                 let _ = writeln!(out, "    {}", compact(d));
             }
         }
+        // TigerBeetle's habit: every failure ends with the command that replays it.
+        let failed: Vec<&str> = t
+            .checks
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.check.as_str())
+            .collect();
+        if !failed.is_empty() && crate::envs::resolve(&t.env).is_ok() {
+            let _ = writeln!(
+                out,
+                "  replay: lockstep replay --env {} --seed {} --steps {} --checks {}",
+                crate::shell::quote(&t.env),
+                t.seed,
+                report.params.steps,
+                failed.join(",")
+            );
+        }
     }
     if !report.goldens.is_empty() {
         let reproduced = report.goldens.iter().filter(|g| g.passed).count();

@@ -183,7 +183,11 @@ pub(crate) fn timeline_svg(t: &Timeline) -> String {
     let end = (start + TIMELINE_CELLS_MAX).min(steps);
     let cell = 8usize;
     // Wide enough for the longer label at 11px (about 6.5px a character).
-    let longest = t.left_label.chars().count().max(t.right_label.chars().count());
+    let longest = t
+        .left_label
+        .chars()
+        .count()
+        .max(t.right_label.chars().count());
     let label_w = (longest * 13 / 2 + 12).max(90);
     let width = label_w + (end - start) * cell + 20;
     let height = 78usize;
