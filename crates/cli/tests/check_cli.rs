@@ -162,6 +162,12 @@ fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
             .find(|l| l.trim_start().starts_with(&format!("{failing} check:")))
             .unwrap_or_else(|| panic!("{env}: no failing {failing} check in\n{text}"));
         assert!(line.contains(explanation), "{env}: {line}");
+        assert!(
+            text.contains(&format!(
+                "replay: lockstep replay --env {env} --seed 0 --steps 60"
+            )),
+            "{env}: the failure ends with the command that replays it:\n{text}"
+        );
         let report: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
         let check = report["trials"][0]["checks"]
