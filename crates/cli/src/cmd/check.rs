@@ -31,10 +31,10 @@ pub struct Args {
     #[command(flatten)]
     external: ExternalEnvArgs,
     /// Seeds: a count N (seeds 0..N) or a half-open range A..B.
-    #[arg(long, default_value = "0..3")]
+    #[arg(long, default_value = "0..5")]
     seeds: String,
     /// Steps per rollout.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 200)]
     steps: u64,
     /// Golden trajectory files to verify (repeatable).
     #[arg(long)]
@@ -42,9 +42,10 @@ pub struct Args {
     /// Directory for report.json and report.html.
     #[arg(long, default_value = "lockstep-report")]
     out: PathBuf,
-    /// Worker threads.
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
+    /// Worker threads (default: the number of CPUs). The report is the same bytes whatever
+    /// the number.
+    #[arg(long)]
+    jobs: Option<usize>,
     /// Run only shard I of N (seeds and goldens by position); merge with `lockstep report merge`.
     #[arg(long)]
     shard: Option<String>,
@@ -103,7 +104,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bail!("unknown check {c:?}; known: {}", CHECK_NAMES.join(", "));
         }
     }
-    if args.jobs == 0 {
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    if jobs == 0 {
         bail!("--jobs must be at least 1");
     }
     let seeds = parse_seeds(&args.seeds)?;
@@ -169,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = SuiteOptions {
         steps: args.steps,
         checks: args.checks.clone(),
-        jobs: args.jobs,
+        jobs,
     };
     let trials = run_trials(&suite_envs, &work, &options, &|| progress.inc(1));
     let mut goldens = Vec::new();
