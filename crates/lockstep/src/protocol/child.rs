@@ -19,7 +19,9 @@ use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
 /// Longest stderr line kept (bytes); the rest of a longer line is dropped.
 const STDERR_LINE_MAX: usize = 2000;
@@ -281,6 +283,7 @@ impl Drop for Child {
 /// the bytes after its newline start, or that the pending bytes are already over `max_line`
 /// (counted with the `\r`, as the thread reader does). `scanned` bytes after `start` are known
 /// to hold no newline; it is advanced so that no byte is searched twice.
+#[cfg(unix)]
 fn find_line(
     buf: &[u8],
     start: usize,
@@ -308,6 +311,15 @@ fn find_line(
             (end - start > max_line).then_some(Err(Stop::TooLong))
         }
     }
+}
+
+/// The monotonic clock, read only to bound how long a request waits (as `recv_timeout` does
+/// inside): an elapsed time never reaches a result, a report or an error message, which name
+/// the configured timeout.
+#[cfg(unix)]
+#[allow(clippy::disallowed_methods)]
+fn monotonic_now() -> Instant {
+    Instant::now()
 }
 
 /// Lines read from a pipe on the calling thread: poll(2) with the time left, then one read
@@ -355,14 +367,12 @@ impl<R: Read + std::os::unix::io::AsRawFd> PipeLines<R> {
             return Err(Stop::Eof);
         }
         // No deadline when `timeout` is too large to add to the clock: wait without end.
-        let deadline = Instant::now().checked_add(timeout);
+        let deadline = monotonic_now().checked_add(timeout);
         loop {
             if let Some(found) = self.take_line() {
                 return found;
             }
-            if let Err(stop) = self.fill(deadline) {
-                return Err(stop);
-            }
+            self.fill(deadline)?;
         }
     }
 
@@ -377,7 +387,7 @@ impl<R: Read + std::os::unix::io::AsRawFd> PipeLines<R> {
             Some(Err(stop)) => return Err(self.stopped(stop)),
             None => self.scanned = scanned,
         }
-        match self.fill(Some(Instant::now())) {
+        match self.fill(Some(monotonic_now())) {
             Ok(()) => {}
             Err(Stop::TimedOut) => return Ok(false),
             Err(stop) => return Err(stop),
@@ -424,7 +434,7 @@ impl<R: Read + std::os::unix::io::AsRawFd> PipeLines<R> {
             let wait_ms = match deadline {
                 None => -1,
                 Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let left = deadline.saturating_duration_since(monotonic_now());
                     // Rounded up, so poll never returns just before the deadline.
                     let ms = left.as_nanos().div_ceil(1_000_000);
                     libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
@@ -445,7 +455,7 @@ impl<R: Read + std::os::unix::io::AsRawFd> PipeLines<R> {
                 return Err(self.stopped(Stop::Failed(e)));
             }
             if ready == 0 {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
+                if deadline.is_some_and(|d| monotonic_now() >= d) {
                     return Err(Stop::TimedOut);
                 }
                 continue;
