@@ -179,9 +179,6 @@ impl Child {
             Ok(false) => {}
             Err(stop) => return Err(self.stop_fault(stop, Duration::ZERO)),
         }
-        if self.ended {
-            return Err(self.exited());
-        }
         let stdin = self
             .stdin
             .as_mut()
