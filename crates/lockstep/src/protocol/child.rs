@@ -1,28 +1,45 @@
 //! A child process that answers one line per request, watched so it can never hang lockstep.
 //!
-//! Two threads per child: one reads stdout into whole lines (refusing any line over the size
-//! limit before it is buffered whole) and hands them over a bounded channel, so a request waits
-//! with `recv_timeout` and a hung child is a timeout, not a hang; one drains stderr into a ring
-//! of its last lines, so the child never blocks on a full stderr pipe and every error can quote
-//! what it said last. The child is killed and reaped on every fault and on drop.
+//! On Unix the calling thread reads stdout itself: it waits with poll(2) on the pipe for at
+//! most the rest of the request's timeout, reads into one reusable buffer and splits lines
+//! there, refusing any line over the size limit before more than the limit is buffered. A
+//! reader thread handing lines over a channel would cost every step a second cross-CPU wake-up
+//! (the child's answer wakes the reader, the reader wakes the caller), which on a virtual
+//! machine is tens of microseconds; polling on the calling thread leaves only the child's. On
+//! other platforms a reader thread and `recv_timeout` give the same guarantees, slower.
+//!
+//! One thread per child drains stderr into a ring of its last lines, so the child never blocks
+//! on a full stderr pipe and every error can quote what it said last. A hung child is a
+//! timeout, never a hang; the child is killed and reaped on every fault and on drop.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::ops::Range;
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
 /// Longest stderr line kept (bytes); the rest of a longer line is dropped.
 const STDERR_LINE_MAX: usize = 2000;
 
-/// What the stdout reader hands over.
-enum ReadEvent {
-    Line(Vec<u8>),
+/// How stdout is read: on the calling thread where poll(2) exists, by a thread elsewhere.
+#[cfg(unix)]
+type Stdout = PipeLines<std::process::ChildStdout>;
+#[cfg(not(unix))]
+type Stdout = ThreadLines;
+
+/// Why stdout gave no line.
+#[derive(Debug)]
+enum Stop {
+    /// End of file; also every call after any other stop.
     Eof,
     TooLong,
     Failed(io::Error),
+    TimedOut,
 }
 
 /// Why a request got no answer line.
@@ -91,7 +108,7 @@ impl Ring {
 pub(crate) struct Child {
     process: std::process::Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<ReadEvent>,
+    stdout: Stdout,
     stderr: Arc<Mutex<Ring>>,
     stderr_done: Receiver<()>,
     max_line: usize,
@@ -122,12 +139,7 @@ impl Child {
         let stdout = process.stdout.take().expect("stdout was piped");
         let stderr = process.stderr.take().expect("stderr was piped");
 
-        // Capacity 1: a child that floods lines nobody asked for holds at most two of them in
-        // memory (one queued, one being read), each within the size limit.
-        let (tx, lines) = mpsc::sync_channel(1);
-        thread::Builder::new()
-            .name("lockstep-child-stdout".into())
-            .spawn(move || read_lines(stdout, max_line, tx))?;
+        let stdout = Stdout::new(stdout, max_line)?;
 
         let ring = Arc::new(Mutex::new(Ring {
             lines: VecDeque::new(),
@@ -145,7 +157,7 @@ impl Child {
         Ok(Child {
             process,
             stdin,
-            lines,
+            stdout,
             stderr: ring,
             stderr_done,
             max_line,
@@ -159,14 +171,13 @@ impl Child {
 
     /// Writes one request (a whole line) in one write.
     pub(crate) fn send(&mut self, line: &[u8]) -> Result<(), Fault> {
-        match self.lines.try_recv() {
-            Ok(ReadEvent::Line(_)) => return Err(Fault::Unrequested),
-            Ok(event) => return Err(self.end_fault(event)),
-            Err(TryRecvError::Empty) => {}
-            Err(TryRecvError::Disconnected) => return Err(self.exited()),
-        }
         if self.ended {
             return Err(self.exited());
+        }
+        match self.stdout.waiting() {
+            Ok(true) => return Err(Fault::Unrequested),
+            Ok(false) => {}
+            Err(stop) => return Err(self.stop_fault(stop, Duration::ZERO)),
         }
         let stdin = self
             .stdin
@@ -180,24 +191,24 @@ impl Child {
         }
     }
 
-    /// Waits up to `timeout` for the next line.
-    pub(crate) fn recv(&mut self, timeout: Duration) -> Result<Vec<u8>, Fault> {
+    /// Waits up to `timeout` for the next line (newline and a `\r` before it excluded); the
+    /// line borrows the reader's buffer until the next call.
+    pub(crate) fn recv(&mut self, timeout: Duration) -> Result<&[u8], Fault> {
         if self.ended {
             return Err(self.exited());
         }
-        match self.lines.recv_timeout(timeout) {
-            Ok(ReadEvent::Line(line)) => Ok(line),
-            Ok(event) => Err(self.end_fault(event)),
-            Err(RecvTimeoutError::Timeout) => Err(Fault::TimedOut(timeout)),
-            Err(RecvTimeoutError::Disconnected) => Err(self.exited()),
+        match self.stdout.next_line(timeout) {
+            Ok(range) => Ok(self.stdout.line(range)),
+            Err(stop) => Err(self.stop_fault(stop, timeout)),
         }
     }
 
-    fn end_fault(&mut self, event: ReadEvent) -> Fault {
-        match event {
-            ReadEvent::TooLong => Fault::TooLong(self.max_line),
-            ReadEvent::Failed(e) => Fault::Io(e.to_string()),
-            ReadEvent::Eof | ReadEvent::Line(_) => self.exited(),
+    fn stop_fault(&mut self, stop: Stop, timeout: Duration) -> Fault {
+        match stop {
+            Stop::TooLong => Fault::TooLong(self.max_line),
+            Stop::Failed(e) => Fault::Io(e.to_string()),
+            Stop::TimedOut => Fault::TimedOut(timeout),
+            Stop::Eof => self.exited(),
         }
     }
 
@@ -265,8 +276,310 @@ impl Drop for Child {
     }
 }
 
+/// The next line in `buf[start..end]` (without its newline and a `\r` before it) and where
+/// the bytes after its newline start, or that the pending bytes are already over `max_line`
+/// (counted with the `\r`, as the thread reader does). `scanned` bytes after `start` are known
+/// to hold no newline; it is advanced so that no byte is searched twice.
+#[cfg(unix)]
+fn find_line(
+    buf: &[u8],
+    start: usize,
+    end: usize,
+    scanned: &mut usize,
+    max_line: usize,
+) -> Option<Result<(Range<usize>, usize), Stop>> {
+    let from = start + *scanned;
+    match buf[from..end].iter().position(|&b| b == b'\n') {
+        Some(i) => {
+            let newline = from + i;
+            *scanned = 0;
+            if newline - start > max_line {
+                return Some(Err(Stop::TooLong));
+            }
+            let stop = if newline > start && buf[newline - 1] == b'\r' {
+                newline - 1
+            } else {
+                newline
+            };
+            Some(Ok((start..stop, newline + 1)))
+        }
+        None => {
+            *scanned = end - start;
+            (end - start > max_line).then_some(Err(Stop::TooLong))
+        }
+    }
+}
+
+/// The monotonic clock, read only to bound how long a request waits (as `recv_timeout` does
+/// inside): an elapsed time never reaches a result, a report or an error message, which name
+/// the configured timeout.
+#[cfg(unix)]
+#[allow(clippy::disallowed_methods)]
+fn monotonic_now() -> Instant {
+    Instant::now()
+}
+
+/// Lines read from a pipe on the calling thread: poll(2) with the time left, then one read
+/// into a buffer that is reused for every line and never holds more than `max_line + 1` bytes
+/// of an unfinished line.
+#[cfg(unix)]
+struct PipeLines<R> {
+    src: R,
+    buf: Vec<u8>,
+    /// Unconsumed bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// Bytes after `start` already searched for a newline.
+    scanned: usize,
+    max_line: usize,
+    /// Set at end of file and on every other stop except a timeout.
+    finished: bool,
+}
+
+#[cfg(unix)]
+impl<R: Read + std::os::unix::io::AsRawFd> PipeLines<R> {
+    /// Size of the first buffer; it grows (up to `max_line + 1`) only for longer lines.
+    const FIRST_BUFFER: usize = 1 << 16;
+
+    fn new(src: R, max_line: usize) -> io::Result<Self> {
+        let size = Self::FIRST_BUFFER.min(max_line.saturating_add(1));
+        Ok(PipeLines {
+            src,
+            buf: vec![0; size],
+            start: 0,
+            end: 0,
+            scanned: 0,
+            max_line,
+            finished: false,
+        })
+    }
+
+    fn line(&self, range: Range<usize>) -> &[u8] {
+        &self.buf[range]
+    }
+
+    /// The next whole line, waiting up to `timeout` for it.
+    fn next_line(&mut self, timeout: Duration) -> Result<Range<usize>, Stop> {
+        if self.finished {
+            return Err(Stop::Eof);
+        }
+        // No deadline when `timeout` is too large to add to the clock: wait without end.
+        let deadline = monotonic_now().checked_add(timeout);
+        loop {
+            if let Some(found) = self.take_line() {
+                return found;
+            }
+            self.fill(deadline)?;
+        }
+    }
+
+    /// Whether a whole line is already waiting (read without blocking).
+    fn waiting(&mut self) -> Result<bool, Stop> {
+        if self.finished {
+            return Err(Stop::Eof);
+        }
+        let mut scanned = self.scanned;
+        match find_line(&self.buf, self.start, self.end, &mut scanned, self.max_line) {
+            Some(Ok(_)) => return Ok(true),
+            Some(Err(stop)) => return Err(self.stopped(stop)),
+            None => self.scanned = scanned,
+        }
+        match self.fill(Some(monotonic_now())) {
+            Ok(()) => {}
+            Err(Stop::TimedOut) => return Ok(false),
+            Err(stop) => return Err(stop),
+        }
+        let mut scanned = self.scanned;
+        match find_line(&self.buf, self.start, self.end, &mut scanned, self.max_line) {
+            Some(Ok(_)) => Ok(true),
+            Some(Err(stop)) => Err(self.stopped(stop)),
+            None => {
+                self.scanned = scanned;
+                Ok(false)
+            }
+        }
+    }
+
+    fn stopped(&mut self, stop: Stop) -> Stop {
+        if !matches!(stop, Stop::TimedOut) {
+            self.finished = true;
+        }
+        stop
+    }
+
+    /// Takes the next whole line out of the buffer, if there is one.
+    fn take_line(&mut self) -> Option<Result<Range<usize>, Stop>> {
+        match find_line(
+            &self.buf,
+            self.start,
+            self.end,
+            &mut self.scanned,
+            self.max_line,
+        )? {
+            Ok((line, next)) => {
+                self.start = next;
+                Some(Ok(line))
+            }
+            Err(stop) => Some(Err(self.stopped(stop))),
+        }
+    }
+
+    /// Reads once, waiting with poll(2) until `deadline` for something to read.
+    fn fill(&mut self, deadline: Option<Instant>) -> Result<(), Stop> {
+        self.make_room();
+        loop {
+            let wait_ms = match deadline {
+                None => -1,
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(monotonic_now());
+                    // Rounded up, so poll never returns just before the deadline.
+                    let ms = left.as_nanos().div_ceil(1_000_000);
+                    libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
+                }
+            };
+            let mut fds = libc::pollfd {
+                fd: self.src.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: `fds` is one valid pollfd that lives across the call, and the count is 1.
+            let ready = unsafe { libc::poll(&mut fds, 1, wait_ms) };
+            if ready < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(self.stopped(Stop::Failed(e)));
+            }
+            if ready == 0 {
+                if deadline.is_some_and(|d| monotonic_now() >= d) {
+                    return Err(Stop::TimedOut);
+                }
+                continue;
+            }
+            if fds.revents & libc::POLLNVAL != 0 {
+                let e = io::Error::other("stdout is not an open pipe");
+                return Err(self.stopped(Stop::Failed(e)));
+            }
+            // Readable, closed (POLLHUP) or failed (POLLERR): read says which.
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Err(self.stopped(Stop::Eof)),
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(self.stopped(Stop::Failed(e))),
+            }
+        }
+    }
+
+    /// Leaves free space after `end`: drops consumed bytes, then grows the buffer (up to
+    /// `max_line + 1`, enough to tell an over-long line) when an unfinished line fills it.
+    fn make_room(&mut self) {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() && self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            // Only an unfinished line of at most `max_line` bytes is left here (a longer one
+            // was refused), so the cap is above the current size.
+            let cap = self.max_line.saturating_add(1);
+            let size = self.buf.len().saturating_mul(2).min(cap).max(self.end + 1);
+            self.buf.resize(size, 0);
+        }
+    }
+}
+
+/// What the stdout reader thread hands over.
+#[cfg_attr(unix, allow(dead_code))]
+enum ReadEvent {
+    Line(Vec<u8>),
+    Eof,
+    TooLong,
+    Failed(io::Error),
+}
+
+/// Lines read by a thread and handed over a channel, for platforms without poll(2).
+#[cfg_attr(unix, allow(dead_code))]
+struct ThreadLines {
+    lines: Receiver<ReadEvent>,
+    /// The last line handed out.
+    line: Vec<u8>,
+    finished: bool,
+}
+
+#[cfg_attr(unix, allow(dead_code))]
+impl ThreadLines {
+    fn new(stdout: impl Read + Send + 'static, max_line: usize) -> io::Result<Self> {
+        // Capacity 1: a child that floods lines nobody asked for holds at most two of them in
+        // memory (one queued, one being read), each within the size limit.
+        let (tx, lines) = mpsc::sync_channel(1);
+        thread::Builder::new()
+            .name("lockstep-child-stdout".into())
+            .spawn(move || read_lines(stdout, max_line, tx))?;
+        Ok(ThreadLines {
+            lines,
+            line: Vec::new(),
+            finished: false,
+        })
+    }
+
+    fn line(&self, range: Range<usize>) -> &[u8] {
+        &self.line[range]
+    }
+
+    fn next_line(&mut self, timeout: Duration) -> Result<Range<usize>, Stop> {
+        if self.finished {
+            return Err(Stop::Eof);
+        }
+        match self.lines.recv_timeout(timeout) {
+            Ok(ReadEvent::Line(line)) => {
+                self.line = line;
+                Ok(0..self.line.len())
+            }
+            Ok(event) => Err(self.stopped(event)),
+            Err(RecvTimeoutError::Timeout) => Err(Stop::TimedOut),
+            Err(RecvTimeoutError::Disconnected) => Err(self.stopped(ReadEvent::Eof)),
+        }
+    }
+
+    fn waiting(&mut self) -> Result<bool, Stop> {
+        if self.finished {
+            return Err(Stop::Eof);
+        }
+        match self.lines.try_recv() {
+            Ok(ReadEvent::Line(_)) => Ok(true),
+            Ok(event) => Err(self.stopped(event)),
+            Err(TryRecvError::Empty) => Ok(false),
+            Err(TryRecvError::Disconnected) => Err(self.stopped(ReadEvent::Eof)),
+        }
+    }
+
+    fn stopped(&mut self, event: ReadEvent) -> Stop {
+        self.finished = true;
+        match event {
+            ReadEvent::TooLong => Stop::TooLong,
+            ReadEvent::Failed(e) => Stop::Failed(e),
+            ReadEvent::Eof | ReadEvent::Line(_) => Stop::Eof,
+        }
+    }
+}
+
 /// Reads `stdout` into lines of at most `max_line` bytes (newline excluded) and sends them.
 /// Stops at end of file, on an error, on an over-long line, or when nobody listens.
+#[cfg_attr(unix, allow(dead_code))]
 fn read_lines(stdout: impl Read, max_line: usize, tx: SyncSender<ReadEvent>) {
     let mut reader = BufReader::with_capacity(1 << 16, stdout);
     let mut line = Vec::new();
@@ -360,6 +673,82 @@ mod tests {
         let got: Vec<_> = rx.iter().collect();
         assert!(matches!(&got[0], ReadEvent::Line(l) if l.len() == 10));
         assert!(matches!(got[1], ReadEvent::TooLong));
+    }
+
+    #[cfg(unix)]
+    fn pipe(
+        max_line: usize,
+    ) -> (
+        std::os::unix::net::UnixStream,
+        PipeLines<std::os::unix::net::UnixStream>,
+    ) {
+        let (writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+        (writer, PipeLines::new(reader, max_line).unwrap())
+    }
+
+    #[cfg(unix)]
+    fn next(lines: &mut PipeLines<std::os::unix::net::UnixStream>) -> Result<Vec<u8>, Stop> {
+        lines
+            .next_line(Duration::from_secs(5))
+            .map(|range| lines.line(range).to_vec())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn pipe_lines_are_split_and_limited() {
+        let (mut w, mut lines) = pipe(10);
+        w.write_all(b"ab\r\ncd\n\nxy").unwrap();
+        assert_eq!(next(&mut lines).unwrap(), b"ab");
+        assert!(matches!(lines.waiting(), Ok(true)), "cd is waiting");
+        assert_eq!(next(&mut lines).unwrap(), b"cd");
+        assert_eq!(next(&mut lines).unwrap(), b"");
+        assert!(
+            matches!(lines.waiting(), Ok(false)),
+            "xy is not a whole line"
+        );
+        w.write_all(b"z\n0123456789\n0123456789\r\n").unwrap();
+        assert_eq!(next(&mut lines).unwrap(), b"xyz");
+        assert_eq!(next(&mut lines).unwrap(), b"0123456789");
+        // Eleven bytes with the \r: over the limit, as the thread reader counts.
+        assert!(matches!(next(&mut lines), Err(Stop::TooLong)));
+        assert!(matches!(next(&mut lines), Err(Stop::Eof)), "stops for good");
+
+        let (mut w, mut lines) = pipe(10);
+        w.write_all(b"last\npartial").unwrap();
+        drop(w);
+        assert_eq!(next(&mut lines).unwrap(), b"last");
+        assert!(matches!(next(&mut lines), Err(Stop::Eof)));
+        assert!(matches!(lines.waiting(), Err(Stop::Eof)));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn pipe_lines_time_out_and_recover() {
+        let (mut w, mut lines) = pipe(100);
+        w.write_all(b"half").unwrap();
+        let got = lines.next_line(Duration::from_millis(30));
+        assert!(matches!(got, Err(Stop::TimedOut)), "{got:?}");
+        w.write_all(b" and half\n").unwrap();
+        assert_eq!(next(&mut lines).unwrap(), b"half and half");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn pipe_lines_grow_only_to_the_limit() {
+        let max = 200_000;
+        let (mut w, mut lines) = pipe(max);
+        let writer = thread::spawn(move || {
+            let mut long = vec![b'a'; 150_000];
+            long.push(b'\n');
+            long.extend(vec![b'b'; max + 50_000]);
+            long.push(b'\n');
+            let _ = w.write_all(&long);
+        });
+        assert_eq!(next(&mut lines).unwrap().len(), 150_000);
+        assert!(matches!(next(&mut lines), Err(Stop::TooLong)));
+        assert!(lines.buf.len() <= max + 1, "read no further than the limit");
+        drop(lines);
+        writer.join().unwrap();
     }
 
     #[test]

@@ -127,8 +127,8 @@ impl ProcessEnv {
                 ))
             }
         };
-        let handshake = message::parse_line(&line)
-            .map_err(|e| format!("the handshake is not JSON ({e}): {}", excerpt(&line)))
+        let handshake = message::parse_line(line)
+            .map_err(|e| format!("the handshake is not JSON ({e}): {}", excerpt(line)))
             .and_then(|v| read_handshake(&v));
         let handshake = match handshake {
             Ok(h) => h,
@@ -218,8 +218,8 @@ impl ProcessEnv {
             .and_then(|()| self.child.recv(timeout))
             .map_err(|fault| fault.to_string())
             .and_then(|line| {
-                message::parse_line(&line)
-                    .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(&line)))
+                message::parse_line(line)
+                    .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(line)))
             })
             .and_then(|value| {
                 message::check_id(&value, id)
