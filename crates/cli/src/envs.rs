@@ -139,6 +139,22 @@ impl ExternalEnvArgs {
     }
 }
 
+/// `--env NAME` or `--cmd -- ARGV...`: the one environment of `replay` and `trace`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EnvArgs {
+    /// Environment name (e.g. `fixture`, `fixture:global-rng`, `range:ransomware`).
+    #[arg(long)]
+    pub env: Option<String>,
+    #[command(flatten)]
+    pub external: ExternalEnvArgs,
+}
+
+impl EnvArgs {
+    pub fn source(&self) -> anyhow::Result<EnvSource> {
+        EnvSource::one(self.env.as_deref(), &self.external)
+    }
+}
+
 /// Where an env comes from: a built-in name, or an external command speaking the protocol.
 pub enum EnvSource {
     Named(Box<dyn EnvFactory>, ChildRunner),

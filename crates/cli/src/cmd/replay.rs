@@ -11,16 +11,13 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use lockstep::check::{run_check, CheckConfig, CheckKind, CheckOutcome};
 
-use crate::envs::{EnvSource, ExternalEnvArgs};
+use crate::envs::EnvArgs;
 use crate::shell::{join, quote};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Environment name (e.g. `fixture`, `fixture:global-rng`, `range:ransomware`).
-    #[arg(long)]
-    pub env: Option<String>,
     #[command(flatten)]
-    pub external: ExternalEnvArgs,
+    pub target: EnvArgs,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Steps per rollout after the reset (fewer when the episode ends first).
@@ -56,7 +53,7 @@ struct Report<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let source = EnvSource::one(args.env.as_deref(), &args.external)?;
+    let source = args.target.source()?;
     let kinds = args
         .checks
         .iter()
@@ -64,11 +61,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let version = env!("CARGO_PKG_VERSION");
     let command = |checks: &str| {
-        let (which, argv) = match &args.env {
+        let (which, argv) = match &args.target.env {
             Some(name) => (format!("--env {}", quote(name)), String::new()),
             None => (
                 "--cmd".to_string(),
-                format!(" -- {}", join(&args.external.argv)),
+                format!(" -- {}", join(&args.target.external.argv)),
             ),
         };
         format!(

@@ -11,15 +11,12 @@ use anyhow::Context as _;
 use lockstep::trace::{rollout, CacheMode, RolloutOptions, TransitionRecord};
 
 use crate::child_runner::TraceOutput;
-use crate::envs::{EnvSource, ExternalEnvArgs};
+use crate::envs::EnvArgs;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Environment name (e.g. `fixture`, `fixture:global-rng`, `range:ransomware`).
-    #[arg(long)]
-    pub env: Option<String>,
     #[command(flatten)]
-    pub external: ExternalEnvArgs,
+    pub target: EnvArgs,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Steps after the reset (fewer when the episode ends first).
@@ -37,7 +34,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let source = EnvSource::one(args.env.as_deref(), &args.external)?;
+    let source = args.target.source()?;
     let factory = source.factory();
     let name = factory.id();
     let mut env = factory.make().map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
