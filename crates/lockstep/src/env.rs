@@ -438,6 +438,14 @@ pub trait Env: Send {
         None
     }
 
+    /// True when the env declares that its episodes do not depend on the seed at all (it has
+    /// no randomness: a fixed maze, rock-paper-scissors against a scripted opponent). The
+    /// other-seed check is then reported as not applicable instead of failing; it still fails
+    /// if two seeds do give different episodes. Undeclared, an env that ignores its seed fails.
+    fn seedless(&self) -> bool {
+        false
+    }
+
     /// Releases resources (an external env's process). Called at most once.
     fn close(&mut self) -> Result<(), EnvError> {
         Ok(())

@@ -106,6 +106,30 @@ impl FromStr for CheckKind {
     }
 }
 
+/// Rollouts of the same-seed check unless asked otherwise: a fault that shows at the k-th
+/// reset of one instance (a counter raising a level every few resets, a cache that fills up) is
+/// caught when k <= this number.
+pub const DEFAULT_ROLLOUTS: usize = 10;
+
+/// Steps per same-seed check above which the default number of rollouts shrinks, so that long
+/// episodes do not multiply the check's cost: `max(3, ROLLOUT_STEP_BUDGET / steps)`.
+pub const ROLLOUT_STEP_BUDGET: u64 = 10_000;
+
+/// Other seeds the other-seed check compares the reference seed with. One pair of seeds proves
+/// nothing (two slippery walks can fall into the same hole): the check fails only when none of
+/// these diverges.
+pub const DEFAULT_OTHER_SEEDS: usize = 8;
+
+/// The default number of same-seed rollouts for episodes of up to `steps` steps (see
+/// [`DEFAULT_ROLLOUTS`] and [`ROLLOUT_STEP_BUDGET`]).
+pub fn default_rollouts(steps: u64) -> usize {
+    if steps.saturating_mul(DEFAULT_ROLLOUTS as u64) <= ROLLOUT_STEP_BUDGET {
+        DEFAULT_ROLLOUTS
+    } else {
+        (ROLLOUT_STEP_BUDGET / steps.max(1)).max(3) as usize
+    }
+}
+
 /// Parameters of the checks.
 #[derive(Debug, Clone)]
 pub struct CheckConfig {
@@ -114,6 +138,12 @@ pub struct CheckConfig {
     pub steps: u64,
     /// Rollouts of the same-seed check (at least 2).
     pub rollouts: usize,
+    /// Seeds after `seed` that the other-seed check compares with it (at least 1).
+    pub other_seeds: usize,
+    /// The user declares that the env ignores its seed (it has no randomness), as an env can
+    /// itself through [`Env::seedless`]: the other-seed check is then not applicable, unless
+    /// the seeds do diverge (then the declaration is wrong, and the check fails).
+    pub seedless: bool,
     /// Envs of the interleaved check (at least 2).
     pub interleaved: usize,
     /// Threads of the parallel-workers check (at least 2).
@@ -127,7 +157,9 @@ impl CheckConfig {
         CheckConfig {
             seed,
             steps,
-            rollouts: 3,
+            rollouts: default_rollouts(steps),
+            other_seeds: DEFAULT_OTHER_SEEDS,
+            seedless: false,
             interleaved: 3,
             workers: 4,
             reset_options: Value::Null,
@@ -200,6 +232,11 @@ pub enum CheckError {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CheckOutcome {
     pub check: CheckKind,
+    /// False for a check that does not apply to this env (the other-seed check of an env that
+    /// declares it ignores its seed); `passed` is then false too: not applicable is never
+    /// counted as passed.
+    #[serde(default = "applies")]
+    pub applicable: bool,
     pub passed: bool,
     /// One sentence for people.
     pub summary: String,
@@ -221,7 +258,27 @@ pub struct CheckOutcome {
     pub timeline: Option<(Vec<Digest>, Vec<Digest>)>,
 }
 
+fn applies() -> bool {
+    true
+}
+
 impl CheckOutcome {
+    /// A check that does not apply, with the reason in `summary`.
+    pub fn not_applicable(check: CheckKind, reason: String) -> CheckOutcome {
+        CheckOutcome {
+            check,
+            applicable: false,
+            passed: false,
+            summary: reason,
+            left: String::new(),
+            right: String::new(),
+            episode: Digest::ZERO,
+            transitions: 0,
+            divergence: None,
+            timeline: None,
+        }
+    }
+
     /// The value model of the `check` report (see docs/replay.md).
     pub fn to_value(&self) -> Value {
         to_value(self)
@@ -323,6 +380,7 @@ impl Ctx<'_> {
     ) -> CheckOutcome {
         CheckOutcome {
             check: self.kind,
+            applicable: true,
             passed,
             summary,
             left,
@@ -414,40 +472,87 @@ impl Ctx<'_> {
     }
 
     fn other_seed(&self) -> Result<CheckOutcome, CheckError> {
-        let (s0, s1) = (self.cfg.seed, self.cfg.seed_at(1));
-        // The actions are those of the first seed in both rollouts: only the env's own use of
+        let n = self.cfg.other_seeds;
+        if n == 0 {
+            return Err(CheckError::TooFew {
+                check: self.kind,
+                what: "other seeds",
+                min: 1,
+                got: 0,
+            });
+        }
+        let s0 = self.cfg.seed;
+        // The actions are those of the first seed in every rollout: only the env's own use of
         // the seed may tell the episodes apart.
         let opts = self.cfg.opts_actions_of(s0);
-        let mut runs = Vec::with_capacity(2);
-        for seed in [s0, s1] {
+        let mut env = self.make()?;
+        let declared = self.cfg.seedless || env.seedless();
+        let reference = crate::trace::rollout(env.as_mut(), s0, self.cfg.steps, &opts)
+            .map_err(self.rollout_err(format!("seed {s0}")))?;
+        drop(env);
+        let mut differ: Vec<(u64, Divergence)> = Vec::new();
+        let mut same: Vec<u64> = Vec::new();
+        for i in 1..=n {
+            let seed = self.cfg.seed_at(i);
             let mut env = self.make()?;
             let r = crate::trace::rollout(env.as_mut(), seed, self.cfg.steps, &opts)
                 .map_err(self.rollout_err(format!("seed {seed}")))?;
-            runs.push(r);
+            match first_divergence(&reference.trace.step_digests, &r.trace.step_digests) {
+                Some(d) => differ.push((seed, d)),
+                None => same.push(seed),
+            }
         }
-        let (l, r) = (format!("seed {s0}"), format!("seed {s1}"));
-        Ok(
-            match first_divergence(&runs[0].trace.step_digests, &runs[1].trace.step_digests) {
-                Some(d) => {
-                    let summary = format!("seeds {s0} and {s1} first differ at {}", {
-                        let mut s = format!("step {}, {}", d.step, d.site.describe(&l, &r));
-                        if let Site::Length { .. } = d.site {
-                            s = format!("step {}", d.step);
-                        }
-                        s
-                    });
-                    self.outcome(&runs[0], l, r, Some(d), true, summary)
+        let others = seed_list(&(1..=n).map(|i| self.cfg.seed_at(i)).collect::<Vec<_>>());
+        let transitions = reference.trace.step_digests.len();
+        let l = format!("seed {s0}");
+        let identical = format!(
+            "seeds {s0} and {others} gave identical episodes: the same observations, rewards, flags, infos and logs at every one of their {transitions} transitions"
+        );
+        let Some((first_seed, first)) = differ.first().cloned() else {
+            let r = format!("seed {}", self.cfg.seed_at(1));
+            return Ok(if declared {
+                CheckOutcome {
+                    episode: reference.trace.episode,
+                    transitions: transitions as u64,
+                    left: l,
+                    right: r,
+                    ..CheckOutcome::not_applicable(
+                        self.kind,
+                        format!("not applicable: the env is declared seedless (no randomness), and {identical}"),
+                    )
                 }
-                None => {
-                    let summary = format!(
-                        "seeds {s0} and {s1} give the same episode ({} transitions, episode {}): the env does not depend on its seed",
-                        runs[0].trace.step_digests.len(),
-                        runs[0].trace.episode.short()
-                    );
-                    self.outcome(&runs[0], l, r, None, false, summary)
-                }
-            },
-        )
+            } else {
+                self.outcome(
+                    &reference,
+                    l,
+                    r,
+                    None,
+                    false,
+                    format!("{identical} (an env without randomness can declare itself seedless: docs/replay.md)"),
+                )
+            });
+        };
+        let r = format!("seed {first_seed}");
+        let site = match first.site {
+            Site::Length { .. } => format!("step {}", first.step),
+            _ => format!("step {}, {}", first.step, first.site.describe(&l, &r)),
+        };
+        let summary = if declared {
+            format!(
+                "the env is declared seedless, but seed {first_seed} differs from seed {s0} at {site}"
+            )
+        } else if same.is_empty() {
+            format!(
+                "all {n} other seeds ({others}) differ from seed {s0}; seed {first_seed} first at {site}"
+            )
+        } else {
+            format!(
+                "{} of {n} other seeds differ from seed {s0} (seed {first_seed} first at {site}); seeds {} gave the same episode ({transitions} transitions): weak evidence, episodes are short or the world is small",
+                differ.len(),
+                seed_list(&same)
+            )
+        };
+        Ok(self.outcome(&reference, l, r, Some(first), !declared, summary))
     }
 
     fn interleaved_runs(&self, capture: Option<u64>) -> Result<Vec<Recorded>, CheckError> {
@@ -614,6 +719,21 @@ impl Ctx<'_> {
                 Ok(self.failed((&here, &child), l, r, d, summary))
             }
         }
+    }
+}
+
+/// `3..=10` for consecutive seeds, else `3, 5, 9`.
+fn seed_list(seeds: &[u64]) -> String {
+    let consecutive = seeds.windows(2).all(|w| w[1] == w[0].wrapping_add(1));
+    match seeds {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [first, .., last] if consecutive => format!("{first}..={last}"),
+        _ => seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
     }
 }
 
