@@ -5,9 +5,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+// First: its macros (`outln!`, `out!`) are used by every module declared after it.
+#[macro_use]
+mod output;
+
 mod child_runner;
 mod cmd;
 mod envs;
+mod isolated;
 mod json_input;
 mod render;
 mod shell;
@@ -44,6 +49,9 @@ enum Command {
     Range(cmd::range::Args),
     /// Work with report files.
     Report(cmd::report::Args),
+    /// One trial or golden of `lockstep check`, run in this fresh process (internal).
+    #[command(hide = true)]
+    Worker(cmd::worker::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,12 +68,21 @@ fn main() -> ExitCode {
         Command::Golden(a) => cmd::golden::run(a),
         Command::Range(a) => cmd::range::run(a),
         Command::Report(a) => cmd::report::run(a),
+        Command::Worker(a) => cmd::worker::run(a),
     };
+    let result = result.and_then(|code| {
+        output::flush()?;
+        Ok(code)
+    });
     match result {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(2)
-        }
+        Err(err) => match err.downcast_ref::<output::OutputError>() {
+            // A closed pipe ends quietly, as a program killed by SIGPIPE does.
+            Some(output::OutputError::Closed) => ExitCode::from(141),
+            _ => {
+                eprintln!("error: {err:#}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

@@ -3,10 +3,13 @@
 
 use std::fmt::Write;
 
-use lockstep::report::{Report, Tally, CHECK_NAMES};
+use lockstep::report::{Report, Tally, Trial, CHECK_NAMES};
+
+/// Gives the command that replays a trial's failed checks (named), when there is one.
+pub type ReplayCommand<'a> = dyn Fn(&Trial, &[&str]) -> Option<String> + 'a;
 
 /// The summary table and failure explanations.
-pub fn summary_text(report: &Report) -> String {
+pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>) -> String {
     let checks: Vec<&str> = CHECK_NAMES
         .iter()
         .copied()
@@ -79,7 +82,7 @@ pub fn summary_text(report: &Report) -> String {
                 );
             }
         }
-        for c in t.checks.iter().filter(|c| !c.passed) {
+        for c in t.checks.iter().filter(|c| !c.passed && c.applicable) {
             let _ = writeln!(out, "  {} check: {}", c.check, c.summary);
             if let Some(d) = &c.divergence {
                 let _ = writeln!(out, "    {}", compact(d));
@@ -89,18 +92,11 @@ pub fn summary_text(report: &Report) -> String {
         let failed: Vec<&str> = t
             .checks
             .iter()
-            .filter(|c| !c.passed)
+            .filter(|c| !c.passed && c.applicable)
             .map(|c| c.check.as_str())
             .collect();
-        if !failed.is_empty() && crate::envs::resolve(&t.env).is_ok() {
-            let _ = writeln!(
-                out,
-                "  replay: lockstep replay --env {} --seed {} --steps {} --checks {}",
-                crate::shell::quote(&t.env),
-                t.seed,
-                report.params.steps,
-                failed.join(",")
-            );
+        if let Some(cmd) = (!failed.is_empty()).then(|| replay(t, &failed)).flatten() {
+            let _ = writeln!(out, "  replay: {cmd}");
         }
     }
     if !report.goldens.is_empty() {
@@ -127,11 +123,7 @@ pub fn summary_text(report: &Report) -> String {
 }
 
 fn cell(t: Tally) -> String {
-    if t.total == 0 {
-        "-".to_string()
-    } else {
-        t.to_string()
-    }
+    t.to_string()
 }
 
 fn short(hex: Option<&str>) -> String {

@@ -146,11 +146,7 @@ fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
             "same",
             "step 51, agent blue, obs tick",
         ),
-        (
-            "fixture:seedless",
-            "other",
-            "the env does not depend on its seed",
-        ),
+        ("fixture:seedless", "other", "gave identical episodes"),
     ];
     for (env, failing, explanation) in cases {
         let out = out_dir(&env.replace(':', "-"));
@@ -334,6 +330,9 @@ fn bad_usage_is_an_error_with_exit_2() {
         (vec!["fixture", "--seeds", "5..5"], "names no seed"),
         (vec!["fixture", "--shard", "3/2"], "1 <= I <= N"),
         (vec!["fixture", "--checks", "same,bogus"], "unknown check"),
+        (vec!["fixture", "--checks", "same,same"], "named twice"),
+        (vec!["fixture", "--rollouts", "1"], "at least 2"),
+        (vec!["fixture", "--seedless", "range:x"], "names no env"),
         (vec!["--cmd"], "--cmd needs"),
     ] {
         let o = check(&args, &out);

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Schema id written into every report. A change to the meaning of a field is a new version.
-pub const SCHEMA: &str = "lockstep-report/1";
+pub const SCHEMA: &str = "lockstep-report/2";
 
 /// The replay checks, in report order.
 pub const CHECK_NAMES: [&str; 5] = ["same", "other", "interleaved", "process", "parallel"];
@@ -122,6 +122,9 @@ pub struct Timeline {
 pub struct CheckOutcome {
     /// One of [`CHECK_NAMES`].
     pub check: String,
+    /// False when the check does not apply to the env (then `passed` is false too, and the
+    /// tally counts it under `not_applicable`, never as passed).
+    pub applicable: bool,
     pub passed: bool,
     /// One line for people.
     pub summary: String,
@@ -146,7 +149,7 @@ impl Trial {
     pub fn passed(&self) -> bool {
         self.error.is_none()
             && self.audit.as_ref().is_some_and(|a| a.conforms)
-            && self.checks.iter().all(|c| c.passed)
+            && self.checks.iter().all(|c| c.passed || !c.applicable)
     }
 }
 
@@ -161,17 +164,28 @@ pub struct GoldenOutcome {
     pub divergence: Option<serde_json::Value>,
 }
 
-/// Counts `passed / total` of one column.
+/// Counts `passed / total` of one column; outcomes that do not apply are counted apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Tally {
     pub passed: u64,
+    /// Outcomes that apply.
     pub total: u64,
+    /// Outcomes that do not apply (neither passed nor failed).
+    pub not_applicable: u64,
 }
 
 impl Tally {
     fn add(&mut self, passed: bool) {
         self.total += 1;
         self.passed += u64::from(passed);
+    }
+
+    fn add_outcome(&mut self, applicable: bool, passed: bool) {
+        if applicable {
+            self.add(passed);
+        } else {
+            self.not_applicable += 1;
+        }
     }
 
     pub fn all_passed(&self) -> bool {
@@ -181,7 +195,12 @@ impl Tally {
 
 impl std::fmt::Display for Tally {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.passed, self.total)
+        match (self.total, self.not_applicable) {
+            (0, 0) => f.write_str("-"),
+            (0, _) => f.write_str("n/a"),
+            (_, 0) => write!(f, "{}/{}", self.passed, self.total),
+            (_, na) => write!(f, "{}/{} ({na} n/a)", self.passed, self.total),
+        }
     }
 }
 
@@ -221,11 +240,10 @@ pub struct Report {
 /// Why reports could not be read or merged.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("{what}: not a lockstep report: {source}")]
-    Parse {
-        what: String,
-        source: serde_json::Error,
-    },
+    /// The cause is in the message, not in `source()`: an error chain printer (anyhow's
+    /// `{:#}`) would print it twice.
+    #[error("{what}: not a lockstep report: {message}")]
+    Parse { what: String, message: String },
     #[error("{what}: schema {found:?} is not {SCHEMA:?}")]
     Schema { what: String, found: String },
     #[error("{what}: {message}")]
@@ -310,11 +328,10 @@ impl Report {
 
     /// Reads report.json; `what` names the source in errors.
     pub fn from_json(bytes: &[u8], what: &str) -> Result<Report, ReportError> {
-        let report: Report =
-            serde_json::from_slice(bytes).map_err(|source| ReportError::Parse {
-                what: what.to_string(),
-                source,
-            })?;
+        let report: Report = serde_json::from_slice(bytes).map_err(|e| ReportError::Parse {
+            what: what.to_string(),
+            message: e.to_string(),
+        })?;
         if report.schema != SCHEMA {
             return Err(ReportError::Schema {
                 what: what.to_string(),
@@ -362,7 +379,10 @@ fn summarise(
             }
         }
         for c in &t.checks {
-            checks.entry(c.check.clone()).or_default().add(c.passed);
+            checks
+                .entry(c.check.clone())
+                .or_default()
+                .add_outcome(c.applicable, c.passed);
         }
     }
     let mut golden_tally = Tally::default();
@@ -440,6 +460,7 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, ReportError> {
             )));
         }
         *slot = true;
+        check_shard_contents(r, shard).map_err(mismatch)?;
         trials.extend(r.trials.iter().cloned());
         goldens.extend(r.goldens.iter().cloned());
     }
@@ -450,6 +471,61 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, ReportError> {
         });
     }
     Ok(Report::assemble(params, None, trials, goldens))
+}
+
+/// A shard report holds exactly the trials (env x seed) and goldens its shard owns: a trial
+/// removed, added from outside the run, or given twice is refused, naming it.
+fn check_shard_contents(r: &Report, shard: Shard) -> Result<(), String> {
+    let mut expected: BTreeMap<(&str, u64), bool> = BTreeMap::new();
+    for env in &r.params.envs {
+        for (pos, &seed) in r.params.seeds.iter().enumerate() {
+            if shard.owns(pos) {
+                expected.insert((env.as_str(), seed), false);
+            }
+        }
+    }
+    for t in &r.trials {
+        match expected.get_mut(&(t.env.as_str(), t.seed)) {
+            None => {
+                return Err(format!(
+                    "trial env {:?} seed {} is not one of shard {}/{} of this run",
+                    t.env, t.seed, shard.index, shard.count
+                ))
+            }
+            Some(true) => {
+                return Err(format!(
+                    "trial env {:?} seed {} appears twice",
+                    t.env, t.seed
+                ))
+            }
+            Some(seen) => *seen = true,
+        }
+    }
+    if let Some(((env, seed), _)) = expected.iter().find(|(_, seen)| !**seen) {
+        return Err(format!(
+            "trial env {env:?} seed {seed} of shard {}/{} is missing",
+            shard.index, shard.count
+        ));
+    }
+    let owned: Vec<&String> = r
+        .params
+        .goldens
+        .iter()
+        .enumerate()
+        .filter(|(p, _)| shard.owns(*p))
+        .map(|(_, g)| g)
+        .collect();
+    let mut given: Vec<&String> = r.goldens.iter().map(|g| &g.file).collect();
+    given.sort();
+    let mut want = owned.clone();
+    want.sort();
+    if given != want {
+        return Err(format!(
+            "its goldens {given:?} are not the ones shard {}/{} owns: {owned:?}",
+            shard.index, shard.count
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -494,6 +570,7 @@ mod tests {
             checks: vec![
                 CheckOutcome {
                     check: "same".into(),
+                    applicable: true,
                     passed: same_ok,
                     summary: if same_ok {
                         "identical".into()
@@ -511,6 +588,7 @@ mod tests {
                 },
                 CheckOutcome {
                     check: "other".into(),
+                    applicable: true,
                     passed: true,
                     summary: "seeds diverge at step 0".into(),
                     divergence: None,
@@ -546,7 +624,8 @@ mod tests {
             a.summary[1].conformity,
             Tally {
                 passed: 2,
-                total: 3
+                total: 3,
+                not_applicable: 0,
             }
         );
         assert!(a.summary[0].passed);
@@ -567,7 +646,8 @@ mod tests {
             r.summary[0].success,
             Tally {
                 passed: 3,
-                total: 3
+                total: 3,
+                not_applicable: 0,
             }
         );
         let r2 = Report::assemble(
@@ -583,7 +663,8 @@ mod tests {
             r2.summary[0].success,
             Tally {
                 passed: 0,
-                total: 1
+                total: 1,
+                not_applicable: 0,
             }
         );
         assert!(r2.summary[0].passed);
@@ -620,6 +701,64 @@ mod tests {
         assert!(err.to_string().contains("shard 2/2 is missing"), "{err}");
         let err = merge(vec![round_tripped[0].clone(), round_tripped[0].clone()]).unwrap_err();
         assert!(err.to_string().contains("given twice"), "{err}");
+    }
+
+    /// Issue 9: merge took a shard with a trial removed, or with a seed outside the run.
+    #[test]
+    fn issue9_merge_refuses_a_shard_with_a_trial_missing_or_foreign() {
+        let params = sample_params();
+        let shard_of = |i: u32| {
+            let shard = Shard { index: i, count: 2 };
+            let trials = all_trials()
+                .into_iter()
+                .filter(|t| shard.owns(params.seeds.iter().position(|&s| s == t.seed).unwrap()))
+                .collect();
+            Report::assemble(params.clone(), Some(shard), trials, vec![])
+        };
+        let (one, two) = (shard_of(1), shard_of(2));
+        let mut removed = one.clone();
+        removed.trials.remove(1);
+        let err = merge(vec![
+            ("a.json".into(), removed),
+            ("b.json".into(), two.clone()),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("a.json: trial env") && err.contains("is missing"),
+            "{err}"
+        );
+        let mut foreign = one.clone();
+        foreign.trials[0].seed = 99;
+        let err = merge(vec![
+            ("a.json".into(), foreign),
+            ("b.json".into(), two.clone()),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("seed 99 is not one of shard 1/2"), "{err}");
+        let mut stolen = one.clone();
+        stolen.trials.push(two.trials[0].clone());
+        let err = merge(vec![
+            ("a.json".into(), stolen),
+            ("b.json".into(), two.clone()),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("is not one of shard 1/2"), "{err}");
+        assert!(merge(vec![("a.json".into(), one), ("b.json".into(), two)]).is_ok());
+    }
+
+    #[test]
+    fn not_applicable_is_never_passed_nor_failed() {
+        let mut t = trial("b-env", 5, true, true);
+        t.checks[1].applicable = false;
+        t.checks[1].passed = false;
+        let r = Report::assemble(sample_params(), None, vec![t.clone()], vec![]);
+        let other = r.summary[0].checks["other"];
+        assert_eq!((other.passed, other.total, other.not_applicable), (0, 0, 1));
+        assert_eq!(other.to_string(), "n/a");
+        assert!(r.passed && t.passed());
     }
 
     #[test]
@@ -680,7 +819,8 @@ mod tests {
             row.conformity,
             Tally {
                 passed: 1,
-                total: 1
+                total: 1,
+                not_applicable: 0,
             }
         );
         assert_eq!(row.errors, 1);

@@ -1,13 +1,27 @@
 //! `lockstep check` as a library: the trials of a run (the reset-contract audit and the replay
-//! checks of each env and seed) spread over worker threads, and golden verification, turned
-//! into [`crate::report`] records.
+//! checks of one env and seed) and golden verification, turned into [`crate::report`] records.
+//!
+//! **Isolation.** A trial must never share a process with another trial unless a check does so
+//! on purpose (interleaved, parallel workers): otherwise module-global state of one trial leaks
+//! into the next, and a verdict depends on `--jobs`, `--shard` or the order of the seeds.
+//! So there are two ways to run trials, and no third:
+//!
+//! - [`run_isolated`]: each trial (and each golden) through an [`Isolated`] runner whose
+//!   contract is "a fresh process per call" (the CLI re-runs its own executable as
+//!   `lockstep worker`); many run at once, on `jobs` threads that only wait for processes;
+//! - [`run_here`]: one after another in this process, for callers that mean it (one trial, or
+//!   an env that only exists in this process). It takes no `jobs`: parallel trials in one
+//!   process are exactly what must not happen.
+//!
+//! Inside a trial the parts run in a fixed order (the audit, then the checks in
+//! [`CheckKind::ALL`] order, whatever order they were asked in), each on fresh instances.
 //!
 //! An error stops only the part it hit (the audit, or one check): the other parts still run,
 //! and what was gathered stays in the report. Results come back in run order whatever the
 //! number of workers, and the report is assembled from them, so it does not depend on
 //! scheduling.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -16,7 +30,8 @@ use lockstep_canon::Value;
 
 use crate::audit::{audit_trial, inferred_contract, TrialRecord};
 use crate::check::{
-    run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome, ProcessRunner,
+    default_rollouts, run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome,
+    ProcessRunner,
 };
 use crate::env::EnvFactory;
 use crate::golden::Golden;
@@ -31,6 +46,8 @@ pub struct SuiteEnv<'a> {
     pub id: String,
     pub factory: &'a dyn EnvFactory,
     pub runner: &'a dyn ProcessRunner,
+    /// The user declares the env seedless (see [`CheckConfig::seedless`]).
+    pub seedless: bool,
 }
 
 /// What every trial of a run shares.
@@ -38,10 +55,41 @@ pub struct SuiteEnv<'a> {
 pub struct SuiteOptions {
     /// Steps per rollout.
     pub steps: u64,
-    /// Replay checks by short name (`same`, `other`, `interleaved`, `process`, `parallel`).
-    pub checks: Vec<String>,
-    /// Worker threads (at least 1).
-    pub jobs: usize,
+    /// Replay checks, in [`CheckKind::ALL`] order, each once (see [`parse_checks`]).
+    pub checks: Vec<CheckKind>,
+    /// Rollouts of the same-seed check; `None` for [`default_rollouts`] of `steps`.
+    pub rollouts: Option<usize>,
+}
+
+impl SuiteOptions {
+    /// The check parameters of one trial.
+    pub fn check_config(&self, seed: u64, seedless: bool) -> CheckConfig {
+        let mut cfg = CheckConfig::new(seed, self.steps);
+        cfg.rollouts = self
+            .rollouts
+            .unwrap_or_else(|| default_rollouts(self.steps));
+        cfg.seedless = seedless;
+        cfg
+    }
+}
+
+/// Parses check names (short or report names), refusing unknown and repeated ones, and puts
+/// them in [`CheckKind::ALL`] order: the order of a trial's parts never depends on how they
+/// were asked for.
+pub fn parse_checks(names: &[String]) -> Result<Vec<CheckKind>, String> {
+    let mut kinds = Vec::with_capacity(names.len());
+    for name in names {
+        let kind = name.trim().parse::<CheckKind>()?;
+        if kinds.contains(&kind) {
+            return Err(format!("check {:?} is named twice", kind.short()));
+        }
+        kinds.push(kind);
+    }
+    if kinds.is_empty() {
+        return Err("no check named".into());
+    }
+    kinds.sort();
+    Ok(kinds)
 }
 
 /// The (env index, seed) pairs a shard owns, in run order: seeds by position, `p % N == I-1`.
@@ -57,36 +105,74 @@ pub fn shard_work(envs: usize, seeds: &[u64], shard: Option<Shard>) -> Vec<(usiz
     work
 }
 
-/// Runs `work` over `options.jobs` threads; `done` is called after each trial (progress).
-/// Trials come back in the order of `work`.
-pub fn run_trials(
+/// Runs trials and goldens each in a fresh process. Implementations must not run two calls
+/// in one process: that is the whole point (see the module doc).
+pub trait Isolated: Sync {
+    /// The trial of env `env` (an index into the run's envs) for `seed`.
+    fn trial(&self, env: usize, seed: u64) -> Trial;
+    /// The verification of one golden file; the flag as in [`verify_golden`].
+    fn golden(&self, file: &Path) -> (GoldenOutcome, bool);
+}
+
+/// Runs `work` and then `goldens` through `runner`, `jobs` at a time (at least 1); `done` is
+/// called after each (progress). Results come back in the order of `work` and `goldens`.
+pub fn run_isolated(
+    runner: &dyn Isolated,
+    work: &[(usize, u64)],
+    goldens: &[PathBuf],
+    jobs: usize,
+    done: &(dyn Fn() + Sync),
+) -> (Vec<Trial>, Vec<(GoldenOutcome, bool)>) {
+    let trials = parallel_map(work, jobs, |&(e, seed)| runner.trial(e, seed), done);
+    let verified = parallel_map(goldens, jobs, |g| runner.golden(g), done);
+    (trials, verified)
+}
+
+/// Runs `work` one trial after another in this process; `done` is called after each.
+pub fn run_here(
     envs: &[SuiteEnv<'_>],
     work: &[(usize, u64)],
     options: &SuiteOptions,
-    done: &(dyn Fn() + Sync),
+    done: &dyn Fn(),
 ) -> Vec<Trial> {
+    work.iter()
+        .map(|&(e, seed)| {
+            let t = run_trial(&envs[e], seed, options);
+            done();
+            t
+        })
+        .collect()
+}
+
+/// `f` over `items` on up to `jobs` threads, results in the order of `items`.
+fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+    done: &(dyn Fn() + Sync),
+) -> Vec<R> {
     let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Trial>>> = Mutex::new(vec![None; work.len()]);
+    let slots: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
-        for _ in 0..options.jobs.clamp(1, work.len().max(1)) {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(e, seed)) = work.get(i) else { break };
-                let trial = run_trial(&envs[e], seed, options);
-                slots.lock().expect("no panics while holding the lock")[i] = Some(trial);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
                 done();
             });
         }
     });
     slots
         .into_inner()
-        .expect("workers finished")
+        .unwrap_or_else(|e| e.into_inner())
         .into_iter()
-        .map(|t| t.expect("every trial ran"))
+        .map(|r| r.expect("every item ran"))
         .collect()
 }
 
-/// Runs the audit and the chosen replay checks of one env for `seed`.
+/// Runs the audit and the chosen replay checks of one env for `seed`, in this process.
 pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial {
     let factory = env.factory;
     let mut trial = Trial {
@@ -101,21 +187,18 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
         Ok(record) => trial.audit = Some(record),
         Err(e) => errors.push(format!("reset-contract audit: {e}")),
     }
-    let cfg = CheckConfig::new(seed, options.steps);
-    for name in &options.checks {
-        let outcome = name
-            .parse::<CheckKind>()
-            .map_err(|e| e.to_string())
-            .and_then(|kind| {
-                run_check(kind, factory, &cfg, Some(env.runner)).map_err(|e| e.to_string())
-            });
-        match outcome {
-            Ok(outcome) => trial.checks.push(check_record(name, &outcome)),
-            Err(e) => errors.push(format!("{name} check: {e}")),
+    let cfg = options.check_config(seed, env.seedless);
+    let mut kinds = options.checks.clone();
+    kinds.sort();
+    kinds.dedup();
+    for kind in kinds {
+        match run_check(kind, factory, &cfg, Some(env.runner)) {
+            Ok(outcome) => trial.checks.push(check_record(kind.short(), &outcome)),
+            Err(e) => errors.push(format!("{} check: {e}", kind.short())),
         }
     }
     if !errors.is_empty() {
-        trial.error = Some(errors.join("; "));
+        trial.error = Some(errors.join("\n"));
     }
     trial
 }
@@ -169,6 +252,7 @@ fn audit_record(r: &TrialRecord) -> AuditRecord {
 fn check_record(name: &str, o: &ReplayOutcome) -> CheckOutcome {
     CheckOutcome {
         check: name.to_string(),
+        applicable: o.applicable,
         passed: o.passed,
         summary: o.summary.clone(),
         divergence: o.divergence.as_ref().map(|d| json(&d.to_value())),

@@ -1,18 +1,21 @@
 //! `lockstep check`: the main job. Audits environments end to end (reset contract, the five
 //! replay checks, golden files) and writes report.json and report.html.
 //!
-//! Work is (env, seed) trials spread over `--jobs` threads; the report is assembled from the
-//! results in run order, so it is byte-identical whatever the thread count or sharding.
+//! Work is (env, seed) trials, each in its own worker process (`crate::isolated`), `--jobs` of
+//! them at once; the report is assembled from the results in run order, so it is
+//! byte-identical whatever the number of jobs or shards.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use lockstep::report::{render_html, Report, RunParams, Shard, CHECK_NAMES};
-use lockstep::suite::{run_trials, shard_work, verify_golden, SuiteEnv, SuiteOptions};
+use lockstep::golden::Golden;
+use lockstep::report::{render_html, Report, RunParams, Shard, Trial};
+use lockstep::suite::{parse_checks, run_isolated, shard_work, SuiteOptions};
 
 use crate::envs::{EnvSource, ExternalEnvArgs};
+use crate::isolated::{WorkerEnv, Workers};
 
 /// Environments checked when none are named: the seed-000 experiment env and three range
 /// scenarios.
@@ -36,20 +39,28 @@ pub struct Args {
     /// Steps per rollout.
     #[arg(long, default_value_t = 200)]
     steps: u64,
+    /// Rollouts of the same-seed check on one instance (default: 10, fewer when --steps is
+    /// above 1000: max(3, 10000 / steps)). A fault that shows at the k-th reset needs k.
+    #[arg(long, value_name = "N")]
+    rollouts: Option<usize>,
+    /// Declare an env seedless (it has no randomness): its other-seed check is then reported
+    /// as not applicable, unless seeds do differ. Repeatable; `cmd` names the --cmd env.
+    #[arg(long, value_name = "ENV")]
+    seedless: Vec<String>,
     /// Golden trajectory files to verify (repeatable).
     #[arg(long)]
     golden: Vec<PathBuf>,
     /// Directory for report.json and report.html.
     #[arg(long, default_value = "lockstep-report")]
     out: PathBuf,
-    /// Worker threads (default: the number of CPUs). The report is the same bytes whatever
-    /// the number.
+    /// Trials run at once, each in its own process (default: the number of CPUs). The report
+    /// is the same bytes whatever the number.
     #[arg(long)]
     jobs: Option<usize>,
     /// Run only shard I of N (seeds and goldens by position); merge with `lockstep report merge`.
     #[arg(long)]
     shard: Option<String>,
-    /// Replay checks to run, comma-separated.
+    /// Replay checks to run, comma-separated, each once.
     #[arg(
         long,
         value_delimiter = ',',
@@ -87,9 +98,9 @@ pub fn parse_seeds(text: &str) -> anyhow::Result<Vec<u64>> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut envs = args.envs.clone();
-    let external = EnvSource::external(&args.external)?;
-    if external.is_some() {
-        envs.push(lockstep::protocol::display_argv(&args.external.argv));
+    let external_argv = args.external.command()?.map(<[String]>::to_vec);
+    if let Some(argv) = &external_argv {
+        envs.push(lockstep::protocol::display_argv(argv));
     }
     if envs.is_empty() {
         envs = DEFAULT_ENVS.iter().map(|s| s.to_string()).collect();
@@ -99,16 +110,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bail!("env {e:?} is named twice");
         }
     }
-    for c in &args.checks {
-        if !CHECK_NAMES.contains(&c.as_str()) {
-            bail!("unknown check {c:?}; known: {}", CHECK_NAMES.join(", "));
-        }
-    }
+    let kinds = parse_checks(&args.checks).map_err(|e| anyhow::anyhow!("--checks: {e}"))?;
+    let checks: Vec<String> = kinds.iter().map(|k| k.short().to_string()).collect();
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
     if jobs == 0 {
         bail!("--jobs must be at least 1");
+    }
+    if args.rollouts.is_some_and(|r| r < 2) {
+        bail!("--rollouts must be at least 2 (the same-seed check compares rollouts)");
     }
     let seeds = parse_seeds(&args.seeds)?;
     let shard = args
@@ -117,80 +128,120 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(Shard::parse)
         .transpose()
         .map_err(anyhow::Error::msg)?;
+
+    // Every env resolves, and every input and output is usable, before anything runs: a
+    // mistake found after minutes of work would throw that work away.
+    let mut worker_envs = Vec::with_capacity(envs.len());
+    for (i, id) in envs.iter().enumerate() {
+        let external = external_argv.as_ref().filter(|_| i + 1 == envs.len());
+        let args_of = match external {
+            Some(argv) => {
+                let mut a = vec![
+                    "--cmd".to_string(),
+                    "--timeout".to_string(),
+                    args.external.timeout.to_string(),
+                    "--".to_string(),
+                ];
+                a.extend(argv.iter().cloned());
+                a
+            }
+            None => {
+                crate::envs::resolve(id)?;
+                vec!["--env".to_string(), id.clone()]
+            }
+        };
+        worker_envs.push(WorkerEnv {
+            id: id.clone(),
+            args: args_of,
+            seedless: false,
+        });
+    }
+    EnvSource::external(&args.external)?; // validates --timeout
+    for name in &args.seedless {
+        let found = worker_envs
+            .iter_mut()
+            .enumerate()
+            .find(|(i, e)| {
+                e.id == *name || (name == "cmd" && external_argv.is_some() && i + 1 == envs.len())
+            })
+            .map(|(_, e)| e);
+        match found {
+            Some(e) => e.seedless = true,
+            None => bail!("--seedless {name:?} names no env of this run"),
+        }
+    }
+    for g in &args.golden {
+        Golden::load(g).map_err(|e| anyhow::anyhow!("--golden: {e}"))?;
+    }
+    check_writable_dir(&args.out)?;
+
     let params = RunParams {
         envs: envs.clone(),
         seeds: seeds.clone(),
         steps: args.steps,
-        checks: args.checks.clone(),
+        checks: checks.clone(),
         goldens: args
             .golden
             .iter()
             .map(|p| p.display().to_string())
             .collect(),
     };
+    let options = SuiteOptions {
+        steps: args.steps,
+        checks: kinds,
+        rollouts: args.rollouts,
+    };
 
     // TigerBeetle's habit: say what determines the run before running it.
     eprintln!(
-        "lockstep {} check: envs {} seeds {} steps {}{}",
+        "lockstep {} check: envs {} seeds {} steps {} checks {} rollouts {}{}{}",
         env!("CARGO_PKG_VERSION"),
         envs.join(","),
         args.seeds,
         args.steps,
+        checks.join(","),
+        args.rollouts
+            .unwrap_or_else(|| lockstep::check::default_rollouts(args.steps)),
+        external_argv
+            .as_ref()
+            .map(|_| format!(" timeout {}s", args.external.timeout))
+            .unwrap_or_default(),
         shard
             .map(|s| format!(" shard {}/{}", s.index, s.count))
             .unwrap_or_default()
     );
 
-    let mut external = external;
-    let mut factories = Vec::with_capacity(envs.len());
-    for (i, id) in envs.iter().enumerate() {
-        // The external env, when there is one, is the last name in the list.
-        let source = match external.take_if(|_| i + 1 == envs.len()) {
-            Some(source) => source,
-            None => EnvSource::named(id)?,
-        };
-        factories.push((id.clone(), source));
-    }
-
-    let suite_envs: Vec<SuiteEnv<'_>> = factories
-        .iter()
-        .map(|(id, source)| SuiteEnv {
-            id: id.clone(),
-            factory: source.factory(),
-            runner: source.runner(),
-        })
-        .collect();
-    let work = shard_work(suite_envs.len(), &seeds, shard);
-    let golden_files: Vec<&PathBuf> = args
+    let work = shard_work(envs.len(), &seeds, shard);
+    let golden_files: Vec<PathBuf> = args
         .golden
         .iter()
         .enumerate()
         .filter(|(p, _)| shard.is_none_or(|s| s.owns(*p)))
-        .map(|(_, g)| g)
+        .map(|(_, g)| g.clone())
         .collect();
 
-    let progress = progress_bar((work.len() + golden_files.len()) as u64);
-    let options = SuiteOptions {
-        steps: args.steps,
-        checks: args.checks.clone(),
-        jobs,
+    let workers = Workers {
+        exe: std::env::current_exe().context("locating the lockstep executable")?,
+        envs: worker_envs,
+        options,
     };
-    let trials = run_trials(&suite_envs, &work, &options, &|| progress.inc(1));
-    let mut goldens = Vec::new();
-    let mut golden_errors = false;
-    let resolve = |name: &str| crate::envs::resolve(name).map_err(|e| format!("{e:#}"));
-    for g in golden_files {
-        let (outcome, errored) = verify_golden(g, &resolve);
-        golden_errors |= errored;
-        goldens.push(outcome);
-        progress.inc(1);
-    }
+    let progress = progress_bar((work.len() + golden_files.len()) as u64);
+    let (trials, verified) =
+        run_isolated(&workers, &work, &golden_files, jobs, &|| progress.inc(1));
     progress.finish_and_clear();
+    let golden_errors = verified.iter().any(|(_, errored)| *errored);
+    let goldens = verified.into_iter().map(|(g, _)| g).collect();
 
     let report = Report::assemble(params, shard, trials, goldens);
+    let replay = |t: &Trial, failed: &[&str]| replay_command(&workers, &args, t, failed);
+    // The results are printed before the report is written: a write that fails at the end
+    // must not lose them.
+    crate::output::print(&crate::render::summary_text(&report, &replay))?;
     write_report(&report, &args.out)?;
-    print!("{}", crate::render::summary_text(&report));
-    println!("report: {}", args.out.join("report.html").display());
+    crate::output::print(&format!(
+        "report: {}\n",
+        args.out.join("report.html").display()
+    ))?;
     // An environment that could not be checked is an error (2), not a finding (1); the report
     // is written either way, with everything gathered before the error.
     let errored = golden_errors || report.trials.iter().any(|t| t.error.is_some());
@@ -201,6 +252,48 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         1
     }))
+}
+
+/// The command that replays a trial's failed checks (TigerBeetle's habit: every failure ends
+/// with it), with every flag that decides the result.
+fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) -> Option<String> {
+    let e = workers.envs.iter().find(|e| e.id == t.env)?;
+    // The env's flags first, its command after `--` last.
+    let split = e
+        .args
+        .iter()
+        .position(|a| a == "--")
+        .unwrap_or(e.args.len());
+    let (flags, argv) = e.args.split_at(split);
+    let mut words = vec!["lockstep".to_string(), "replay".to_string()];
+    words.extend(flags.iter().cloned());
+    words.extend([
+        "--seed".to_string(),
+        t.seed.to_string(),
+        "--steps".to_string(),
+        args.steps.to_string(),
+        "--checks".to_string(),
+        failed.join(","),
+    ]);
+    if let Some(r) = args.rollouts {
+        words.extend(["--rollouts".to_string(), r.to_string()]);
+    }
+    if e.seedless {
+        words.push("--seedless".to_string());
+    }
+    words.extend(argv.iter().cloned());
+    Some(crate::shell::join(&words))
+}
+
+/// Creates `dir` if needed and proves a file can be written in it.
+fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+    tempfile::Builder::new()
+        .prefix(".lockstep-probe-")
+        .tempfile_in(dir)
+        .with_context(|| format!("--out {}: cannot write there", dir.display()))?;
+    Ok(())
 }
 
 /// Writes report.json and report.html into `dir`, each atomically.

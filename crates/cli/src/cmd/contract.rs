@@ -74,19 +74,23 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 None => Value::Null,
             },
         );
-        println!("{}", render(&Value::Object(m)));
+        outln!("{}", render(&Value::Object(m)));
     } else if let Some(f) = &fingerprint {
-        println!(
+        outln!(
             "conforms: {} matches contract {name} ({} fields)",
             args.state.display(),
             contract.fields().count()
         );
-        println!(
+        outln!(
             "fingerprint: {}:{} (contract {}, version {}, profile {})",
-            f.algorithm, f.digest, contract.name, contract.version, f.profile
+            f.algorithm,
+            f.digest,
+            contract.name,
+            contract.version,
+            f.profile
         );
     } else {
-        println!(
+        outln!(
             "does not conform: {} against contract {name}",
             args.state.display()
         );
@@ -97,15 +101,15 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 .replace("~1", "/")
                 .replace("~0", "~");
             match contract.layer_of(&field) {
-                Some(layer) => println!("missing {p} (layer {layer})"),
-                None => println!("missing {p}"),
+                Some(layer) => outln!("missing {p} (layer {layer})"),
+                None => outln!("missing {p}"),
             }
         }
         for p in &conformance.unexpected {
             if p.is_empty() {
-                println!("unexpected (root): the state is not a JSON object");
+                outln!("unexpected (root): the state is not a JSON object");
             } else {
-                println!("unexpected {p}");
+                outln!("unexpected {p}");
             }
         }
     }

@@ -34,11 +34,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Value::Object(m) = &mut v {
             m.insert("equal".into(), Value::Bool(d.is_empty()));
         }
-        println!("{}", render(&v));
+        outln!("{}", render(&v));
     } else if d.is_empty() {
-        println!("no differences");
+        outln!("no differences");
     } else {
-        print!("{}", human(&d));
+        out!("{}", human(&d));
     }
     Ok(ExitCode::from(if d.is_empty() { 0 } else { 1 }))
 }

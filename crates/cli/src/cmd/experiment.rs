@@ -38,7 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn reset_contract(args: ResetContractArgs) -> anyhow::Result<ExitCode> {
     let results = reset_contract_experiment();
     for line in results.summary_lines() {
-        println!("{line}");
+        outln!("{line}");
     }
     if let Some(path) = &args.json {
         let mut bytes = lockstep_canon::to_vec(&results.to_value(), Profile::Python)

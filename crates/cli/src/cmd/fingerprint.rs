@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             e.pointer
         )
     })?;
-    println!("{digest}");
+    outln!("{digest}");
     if let Some(runs) = args.bench.filter(|&n| n > 0) {
         let mut bytes = 0;
         let started = Instant::now();

@@ -69,8 +69,9 @@ fn today() -> String {
     lockstep::clock::format_rfc3339_millis(secs, 0)[..10].to_string()
 }
 
-fn header(what: &str) {
-    println!("lockstep {} golden {what}", env!("CARGO_PKG_VERSION"));
+fn header(what: &str) -> anyhow::Result<()> {
+    outln!("lockstep {} golden {what}", env!("CARGO_PKG_VERSION"));
+    Ok(())
 }
 
 fn shell(p: &Path) -> String {
@@ -86,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             date,
             file,
         } => {
-            header(&format!("record --env {env} --seed {seed} --steps {steps}"));
+            header(&format!("record --env {env} --seed {seed} --steps {steps}"))?;
             let exists = || {
                 anyhow::anyhow!(
                     "{} exists; to change it run: lockstep golden update {} --reason \"...\"",
@@ -105,7 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Err(golden::GoldenError::Exists { .. }) => return Err(exists()),
                 other => other?,
             }
-            println!(
+            outln!(
                 "recorded {}: episode {} ({} transitions, {})",
                 file.display(),
                 g.episode,
@@ -122,14 +123,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 file.display(),
                 g.seed,
                 g.steps
-            ));
+            ))?;
             let factory = envs::resolve(&name)?;
             let v = golden::verify(factory.as_ref(), &g)?;
             for note in &v.notes {
-                println!("note: {note}");
+                outln!("note: {note}");
             }
             if v.passed {
-                println!("ok {}: episode {}", file.display(), g.episode);
+                outln!("ok {}: episode {}", file.display(), g.episode);
                 let pending = golden::pending_path(&file);
                 if pending.exists() {
                     std::fs::remove_file(&pending)
@@ -138,25 +139,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             match &v.divergence {
-                Some(d) => println!(
+                Some(d) => outln!(
                     "FAIL {}: the episode diverges from the golden at {}",
                     file.display(),
                     d.describe("golden", "now")
                 ),
-                None => println!("FAIL {}: the digests cannot be compared", file.display()),
+                None => outln!("FAIL {}: the digests cannot be compared", file.display()),
             }
-            println!("golden episode {}, now {}", g.episode, v.current.episode);
+            outln!("golden episode {}, now {}", g.episode, v.current.episode);
             match golden::write_pending(&file, &v)? {
-                Some(p) => println!(
+                Some(p) => outln!(
                     "wrote the new trajectory to {} (compare: diff {} {})",
                     p.display(),
                     shell(&file),
                     shell(&p)
                 ),
-                None => println!("CI is set: no pending file written"),
+                None => outln!("CI is set: no pending file written"),
             }
             let env_arg = env.map(|e| format!(" --env {e}")).unwrap_or_default();
-            println!(
+            outln!(
                 "if the change is intended, run: lockstep golden update {}{env_arg} --reason \"<why the trajectory changed>\"",
                 shell(&file)
             );
@@ -168,7 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             date,
             file,
         } => {
-            header(&format!("update {}", file.display()));
+            header(&format!("update {}", file.display()))?;
             let reason = reason.unwrap_or_default();
             if reason.trim().is_empty() {
                 bail!(
@@ -192,7 +193,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 format!("{} -> {}", g.episode, u.episode)
             };
-            println!("updated {}: episode {what}", file.display());
+            outln!("updated {}: episode {what}", file.display());
             Ok(ExitCode::SUCCESS)
         }
     }

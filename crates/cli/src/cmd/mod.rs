@@ -11,3 +11,4 @@ pub mod range;
 pub mod replay;
 pub mod report;
 pub mod trace;
+pub mod worker;

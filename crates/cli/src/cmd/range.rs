@@ -91,7 +91,7 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
         params.max_ticks = t;
     }
     params.validate()?;
-    println!(
+    outln!(
         "lockstep {} range run: scenario {} preset {} seed {} policy {}",
         env!("CARGO_PKG_VERSION"),
         a.scenario,
@@ -160,13 +160,13 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
             .zip(totals)
             .map(|(n, r)| format!("{n}={r}"))
             .collect();
-        println!(
+        outln!(
             "episode {k} seed {seed}: {outcome} at tick {} after {steps} steps; hosts {compromised}/{active} compromised; invalid actions {invalid}; rewards {}",
             core.tick,
             rewards.join(" ")
         );
         if a.trace {
-            println!("episode {k} trace {}", tracer.episode().to_hex());
+            outln!("episode {k} trace {}", tracer.episode().to_hex());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -196,7 +196,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         env.reset_with(s, params.clone())?;
     }
     let env_reset = t0.elapsed().as_secs_f64() / n as f64;
-    println!(
+    outln!(
         "reset: core {:.1} us, env (with observations) {:.1} us",
         core_reset * 1e6,
         env_reset * 1e6
@@ -231,21 +231,21 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "scenario {} steps {steps} episodes {episodes} seconds {secs:.2}",
         a.scenario
     );
     if let (Some(c0), Some(c1)) = (cpu0, thread_cpu_ns()) {
         let cpu = (c1.saturating_sub(c0)) as f64 / 1e9;
         if cpu > 0.0 {
-            println!(
+            outln!(
                 "cpu seconds {cpu:.2} ({:.0}% of wall); env-steps per cpu-second: {:.0}",
                 100.0 * cpu / secs,
                 steps as f64 / cpu
             );
         }
     }
-    println!("env-steps/s: {:.0}", steps as f64 / secs);
+    outln!("env-steps/s: {:.0}", steps as f64 / secs);
     Ok(ExitCode::SUCCESS)
 }
 

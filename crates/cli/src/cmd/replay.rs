@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use lockstep::check::{run_check, CheckConfig, CheckKind, CheckOutcome};
+use lockstep::check::{run_check, CheckConfig, CheckOutcome};
+use lockstep::suite::parse_checks;
 
 use crate::envs::EnvArgs;
 use crate::shell::{join, quote};
@@ -23,7 +24,15 @@ pub struct Args {
     /// Steps per rollout after the reset (fewer when the episode ends first).
     #[arg(long, default_value_t = 100)]
     pub steps: u64,
-    /// Checks to run, comma-separated: same, other, interleaved, process, parallel.
+    /// Rollouts of the same-seed check on one instance (default: 10, fewer when --steps is
+    /// above 1000: max(3, 10000 / steps)).
+    #[arg(long, value_name = "N")]
+    pub rollouts: Option<usize>,
+    /// Declare the env seedless (it has no randomness): the other-seed check is then not
+    /// applicable, unless seeds do differ.
+    #[arg(long)]
+    pub seedless: bool,
+    /// Checks to run, comma-separated, each once: same, other, interleaved, process, parallel.
     #[arg(
         long,
         value_delimiter = ',',
@@ -54,28 +63,40 @@ struct Report<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let source = args.target.source()?;
-    let kinds = args
-        .checks
-        .iter()
-        .map(|s| s.trim().parse::<CheckKind>().map_err(anyhow::Error::msg))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let kinds = parse_checks(&args.checks).map_err(|e| anyhow::anyhow!("--checks: {e}"))?;
+    if args.rollouts.is_some_and(|r| r < 2) {
+        anyhow::bail!("--rollouts must be at least 2 (the same-seed check compares rollouts)");
+    }
     let version = env!("CARGO_PKG_VERSION");
+    let cfg = {
+        let mut cfg = CheckConfig::new(args.seed, args.steps);
+        if let Some(r) = args.rollouts {
+            cfg.rollouts = r;
+        }
+        cfg.seedless = args.seedless;
+        cfg
+    };
+    // Every flag that decides a result is in the command, so that it replays the same run.
     let command = |checks: &str| {
         let (which, argv) = match &args.target.env {
             Some(name) => (format!("--env {}", quote(name)), String::new()),
             None => (
-                "--cmd".to_string(),
+                format!("--cmd --timeout {}", args.target.external.timeout),
                 format!(" -- {}", join(&args.target.external.argv)),
             ),
         };
+        let rollouts = args
+            .rollouts
+            .map(|r| format!(" --rollouts {r}"))
+            .unwrap_or_default();
+        let seedless = if args.seedless { " --seedless" } else { "" };
         format!(
-            "lockstep replay {which} --seed {} --steps {}{checks}{argv}",
+            "lockstep replay {which} --seed {} --steps {}{rollouts}{seedless}{checks}{argv}",
             args.seed, args.steps
         )
     };
-    println!("lockstep {version} {}", &command("")["lockstep ".len()..]);
+    outln!("lockstep {version} {}", &command("")["lockstep ".len()..]);
     let factory = source.factory();
-    let cfg = CheckConfig::new(args.seed, args.steps);
     let runner = source.runner();
     let mut outcomes = Vec::with_capacity(kinds.len());
     let mut errors = Vec::new();
@@ -85,21 +106,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let o = match run_check(kind, factory, &cfg, Some(runner)) {
             Ok(o) => o,
             Err(e) => {
-                println!("ERR  {:<17} {e}", kind.name());
+                outln!("ERR  {:<17} {e}", kind.name());
                 errors.push(format!("{}: {e}", kind.name()));
                 continue;
             }
         };
-        let mark = if o.passed { "ok  " } else { "FAIL" };
-        println!("{mark} {:<17} {}", o.check.name(), o.summary);
+        let mark = match (o.applicable, o.passed) {
+            (false, _) => "n/a ",
+            (true, true) => "ok  ",
+            (true, false) => "FAIL",
+        };
+        outln!("{mark} {:<17} {}", o.check.name(), o.summary);
         if let Some(note) = o.divergence.as_ref().and_then(|d| d.note.as_ref()) {
             if !o.passed {
-                println!("     {:<17} note: {note}", "");
+                outln!("     {:<17} note: {note}", "");
             }
         }
         outcomes.push(o);
     }
-    let failed: Vec<&CheckOutcome> = outcomes.iter().filter(|o| !o.passed).collect();
+    let failed: Vec<&CheckOutcome> = outcomes
+        .iter()
+        .filter(|o| !o.passed && o.applicable)
+        .collect();
+    let not_applicable = outcomes.iter().filter(|o| !o.applicable).count();
     let replay = (!failed.is_empty()).then(|| {
         let names: Vec<&str> = failed.iter().map(|o| o.check.short()).collect();
         command(&format!(" --checks {}", names.join(",")))
@@ -122,23 +151,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(cmd) = &replay {
-        println!(
+        outln!(
             "{} of {} checks failed",
             failed.len(),
             outcomes.len() + errors.len()
         );
-        println!("replay the failures with: {cmd}");
+        outln!("replay the failures with: {cmd}");
     }
     if !errors.is_empty() {
         anyhow::bail!(
-            "{} of the checks could not run: {}",
+            "{} of the checks could not run:\n  {}",
             errors.len(),
-            errors.join("; ")
+            errors.join("\n  ")
         );
     }
     if replay.is_some() {
         return Ok(ExitCode::from(1));
     }
-    println!("all {} checks passed", outcomes.len());
+    if not_applicable > 0 {
+        outln!(
+            "all {} checks that apply passed ({not_applicable} not applicable)",
+            outcomes.len() - not_applicable
+        );
+    } else {
+        outln!("all {} checks passed", outcomes.len());
+    }
     Ok(ExitCode::SUCCESS)
 }

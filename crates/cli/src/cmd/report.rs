@@ -36,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             let merged = merge(parsed)?;
             super::check::write_report(&merged, &out)?;
-            println!(
+            outln!(
                 "merged {} shard reports into {}: {}",
                 reports.len(),
                 out.join("report.json").display(),

@@ -59,9 +59,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             trace: r.trace,
             captured,
         };
-        println!("{}", serde_json::to_string(&out)?);
+        outln!("{}", serde_json::to_string(&out)?);
     } else {
-        println!("{}", r.trace.episode);
+        outln!("{}", r.trace.episode);
     }
     Ok(ExitCode::SUCCESS)
 }

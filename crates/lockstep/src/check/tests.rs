@@ -247,11 +247,23 @@ fn issue9_declared_seedless_is_not_applicable_never_passed() {
     assert!(o.applicable && !o.passed, "{}", o.summary);
     cfg.seedless = true;
     let o = run_check(OtherSeed, &seedless, &cfg, None).unwrap();
-    assert!(!o.applicable && !o.passed, "declared by the user: {}", o.summary);
+    assert!(
+        !o.applicable && !o.passed,
+        "declared by the user: {}",
+        o.summary
+    );
     let honest = fixtures::factory("fixture:coin-flips").unwrap();
     let o = run_check(OtherSeed, &honest, &cfg, None).unwrap();
-    assert!(o.applicable && !o.passed, "a wrong declaration fails: {}", o.summary);
-    assert!(o.summary.contains("declared seedless, but"), "{}", o.summary);
+    assert!(
+        o.applicable && !o.passed,
+        "a wrong declaration fails: {}",
+        o.summary
+    );
+    assert!(
+        o.summary.contains("declared seedless, but"),
+        "{}",
+        o.summary
+    );
 }
 
 /// Issue 9: a module counter that changes the episode every 4 resets passed the 3 rollouts

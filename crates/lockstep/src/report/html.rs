@@ -143,7 +143,7 @@ fn failures(h: &mut String, report: &Report) {
                 h.push_str("</tbody></table>\n");
             }
         }
-        for c in t.checks.iter().filter(|c| !c.passed) {
+        for c in t.checks.iter().filter(|c| !c.passed && c.applicable) {
             check_failure(h, c);
         }
         h.push_str("</section>\n");
@@ -291,7 +291,11 @@ fn trial_details(h: &mut String, report: &Report) {
                 h,
                 "<tr><th>{}</th><td>{} {}</td></tr>",
                 esc(&c.check),
-                yes_no(c.passed),
+                if c.applicable {
+                    yes_no(c.passed)
+                } else {
+                    "n/a"
+                },
                 esc(&c.summary)
             );
         }
@@ -314,7 +318,7 @@ fn ordered_checks(report: &Report) -> Vec<&str> {
 }
 
 fn tally(t: Tally, decides: bool) -> String {
-    if t.total == 0 {
+    if t.total == 0 && t.not_applicable == 0 {
         return na();
     }
     let class = if !decides {

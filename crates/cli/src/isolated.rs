@@ -1,0 +1,133 @@
+//! Trials in fresh processes: `lockstep check`'s implementation of
+//! [`lockstep::suite::Isolated`]. Each trial and each golden is this very executable re-run as
+//! `lockstep worker trial ...` / `lockstep worker golden FILE`, which prints its result as one
+//! JSON line. A worker that crashes, is killed or prints no result becomes an error of that
+//! trial alone, with the end of its stderr.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use lockstep::report::{GoldenOutcome, Trial};
+use lockstep::suite::{Isolated, SuiteOptions};
+
+use crate::cmd::worker::GoldenResult;
+
+/// How a worker names one env of the run.
+pub struct WorkerEnv {
+    /// The env's id in the report.
+    pub id: String,
+    /// `--env NAME`, or `--cmd --timeout S -- ARGV...` (always last: `--` ends the flags).
+    pub args: Vec<String>,
+    /// The user declared it seedless.
+    pub seedless: bool,
+}
+
+/// Starts one worker process per trial or golden.
+pub struct Workers {
+    pub exe: PathBuf,
+    pub envs: Vec<WorkerEnv>,
+    pub options: SuiteOptions,
+}
+
+/// Lines of a failed worker's stderr kept in the error.
+const STDERR_TAIL_LINES: usize = 20;
+
+impl Workers {
+    /// Runs the worker with `args`; its last stdout line, or why there is none.
+    fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Result<String, String> {
+        let out = Command::new(&self.exe)
+            .arg("worker")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot start the worker {}: {e}", self.exe.display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let last = stdout.lines().rev().find(|l| !l.trim().is_empty());
+        match (out.status.success(), last) {
+            (true, Some(line)) => Ok(line.to_string()),
+            _ => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let lines: Vec<&str> = stderr.lines().collect();
+                let tail = lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n");
+                Err(format!(
+                    "the worker process of this trial failed ({}){}",
+                    out.status,
+                    if tail.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!(":\n{tail}")
+                    }
+                ))
+            }
+        }
+    }
+}
+
+impl Isolated for Workers {
+    fn trial(&self, env: usize, seed: u64) -> Trial {
+        let e = &self.envs[env];
+        let checks: Vec<&str> = self.options.checks.iter().map(|k| k.short()).collect();
+        let mut args: Vec<String> = vec![
+            "trial".into(),
+            "--id".into(),
+            e.id.clone(),
+            "--seed".into(),
+            seed.to_string(),
+            "--steps".into(),
+            self.options.steps.to_string(),
+            "--checks".into(),
+            checks.join(","),
+        ];
+        if let Some(r) = self.options.rollouts {
+            args.extend(["--rollouts".into(), r.to_string()]);
+        }
+        if e.seedless {
+            args.push("--seedless".into());
+        }
+        args.extend(e.args.iter().cloned());
+        let failed = |error: String| Trial {
+            env: e.id.clone(),
+            seed,
+            audit: None,
+            checks: Vec::new(),
+            error: Some(error),
+        };
+        match self.run(&args) {
+            Ok(line) => match serde_json::from_str::<Trial>(&line) {
+                Ok(t) if t.env == e.id && t.seed == seed => t,
+                Ok(t) => failed(format!(
+                    "the worker answered for env {:?} seed {}, not this trial",
+                    t.env, t.seed
+                )),
+                Err(err) => failed(format!("the worker's result is not a trial: {err}")),
+            },
+            Err(err) => failed(err),
+        }
+    }
+
+    fn golden(&self, file: &Path) -> (GoldenOutcome, bool) {
+        let args = [std::ffi::OsStr::new("golden"), file.as_os_str()];
+        let failed = |summary: String| {
+            (
+                GoldenOutcome {
+                    file: file.display().to_string(),
+                    env: None,
+                    seed: None,
+                    passed: false,
+                    summary,
+                    divergence: None,
+                },
+                true,
+            )
+        };
+        match self.run(&args) {
+            Ok(line) => match serde_json::from_str::<GoldenResult>(&line) {
+                Ok(r) => (r.outcome, r.errored),
+                Err(err) => failed(format!(
+                    "the worker's result is not a golden outcome: {err}"
+                )),
+            },
+            Err(err) => failed(err),
+        }
+    }
+}
