@@ -233,7 +233,8 @@ impl<W: io::Write> Walk<'_, W> {
             }
             Number::BigInt(digits) => exact_f64_of_decimal(digits).ok_or_else(|| {
                 refuse(format!(
-                    "integer {digits} is not exactly representable as a double (profile jcs)"
+                    "integer {} is not exactly representable as a double (profile jcs)",
+                    elided(digits)
                 ))
             })?,
             Number::Float(f) => *f,
@@ -333,10 +334,35 @@ fn first_unit(c: char) -> u32 {
     }
 }
 
+/// A long integer's digits cut to their ends, so that an error about a 100,000-digit number
+/// stays one readable line.
+fn elided(digits: &str) -> String {
+    const KEEP: usize = 20;
+    if digits.len() <= 2 * KEEP + 10 {
+        return digits.to_string();
+    }
+    format!(
+        "{}...{} ({} digits)",
+        &digits[..KEEP],
+        &digits[digits.len() - KEEP..],
+        digits.trim_start_matches('-').len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::cmp::Ordering;
+
+    /// Issue 9: a refused 100,000-digit integer was echoed in full in the jcs error.
+    #[test]
+    fn issue9_a_refused_huge_integer_is_cut_in_the_error() {
+        let digits = "7".repeat(100_000);
+        let v = Value::Number(Number::BigInt(digits));
+        let err = crate::to_vec(&v, crate::Profile::Jcs).unwrap_err();
+        assert!(err.message.len() < 200, "{}", err.message);
+        assert!(err.message.contains("(100000 digits)"), "{}", err.message);
+    }
 
     #[test]
     fn utf16_order_matches_transcoded_comparison() {

@@ -21,6 +21,9 @@ mod shell;
 #[derive(Parser)]
 #[command(name = "lockstep", version, about)]
 struct Cli {
+    /// Largest input read from a file or standard input, in bytes.
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = json_input::DEFAULT_MAX_INPUT_BYTES)]
+    max_input_bytes: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,6 +59,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    json_input::set_max_input_bytes(cli.max_input_bytes);
     let result = match cli.command {
         Command::Check(a) => cmd::check::run(a),
         Command::Fingerprint(a) => cmd::fingerprint::run(a),

@@ -91,7 +91,7 @@ fn each_faulty_fixture_fails_the_right_checks() {
         (
             "fixture:seedless",
             &["other_seed"],
-            "does not depend on its seed",
+            "gave identical episodes",
         ),
     ];
     for (env, want, site) in cases {

@@ -495,7 +495,14 @@ impl<'de> Visitor<'de> for LayerSeed<'_> {
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "name" if name.is_some() => return Err(de::Error::duplicate_field("name")),
-                "name" => name = Some(map.next_value::<NonEmpty>()?.0),
+                "name" => {
+                    let n = map.next_value::<NonEmpty>()?.0;
+                    // Reported at this layer's name, not at the first layer's line.
+                    if self.seen.layers.contains(&n) {
+                        return Err(de::Error::custom(format!("layer `{n}` is declared twice")));
+                    }
+                    name = Some(n);
+                }
                 "fields" if fields.is_some() => return Err(de::Error::duplicate_field("fields")),
                 "fields" => fields = Some(map.next_value_seed(FieldsSeed { seen: self.seen })?),
                 other => return Err(de::Error::unknown_field(other, &["name", "fields"])),
@@ -690,11 +697,21 @@ fields = ["cache"]
         let (line, _, msg) = toml_err(&TOML.replace("[\"cache\"]", "[\"cache\", \"cache\"]"));
         assert_eq!(line, 11, "{msg}");
         assert!(msg.contains("declared twice in this layer"), "{msg}");
-        let (line, _, msg) = toml_err(&TOML.replace("name = \"client\"", "name = \"task\""));
+        // Issue 9: a duplicate layer was reported at the first layer's line.
+        let dup = TOML.replace("name = \"client\"", "name = \"task\"");
+        let (line, _, msg) = toml_err(&dup);
         assert!(
             msg.contains("layer `task` is declared twice"),
             "{line}: {msg}"
         );
+        let second = dup
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim() == "[[layers]]")
+            .nth(1)
+            .map(|(i, _)| i + 1)
+            .unwrap();
+        assert_eq!(line, second, "at the second layer: {msg}");
 
         let (line, _, msg) = toml_err(&TOML.replace("[\"cache\"]", "[\"/server/records\"]"));
         assert_eq!(line, 11);

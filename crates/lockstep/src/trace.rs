@@ -478,6 +478,35 @@ pub fn chain(prev: &Digest, step: &Digest) -> Digest {
     n.finish()
 }
 
+/// Recomputes an agent's digest (node `G`) from the parts a [`AgentDigest`] records: what lets
+/// a stored trace (a golden file) be checked for consistency without its env. Equal to the
+/// digest [`Tracer::record`] computes (tested).
+pub fn agent_digest_of(agent: &str, a: &AgentDigest) -> Digest {
+    let mut h = Node::new(b'G', 64 + 40 * a.obs.len());
+    h.name(agent);
+    h.u64(a.obs.len() as u64);
+    for (key, d) in &a.obs {
+        h.name(key);
+        h.bytes(&d.0);
+    }
+    h.u64(a.reward.to_bits());
+    h.bytes(&[u8::from(a.terminated), u8::from(a.truncated)]);
+    h.bytes(&a.info.0);
+    h.finish()
+}
+
+/// Recomputes a step's digest (node `S`) from its recorded agent digests and logs digest.
+pub fn step_digest_of(s: &StepDigest) -> Digest {
+    let mut sh = Node::new(b'S', 56 + 32 * s.agents.len());
+    sh.u64(s.step);
+    sh.u64(s.agents.len() as u64);
+    for a in s.agents.values() {
+        sh.bytes(&a.digest.0);
+    }
+    sh.bytes(&s.logs.0);
+    sh.finish()
+}
+
 /// Arrays of at least this many bytes get a [`Blocks`] cache (cache mode on).
 const BLOCKED_MIN_BYTES: usize = 16 * 1024;
 
@@ -1390,6 +1419,23 @@ mod tests {
             }
         }
         assert_eq!(on.episode(), off.episode());
+    }
+
+    #[test]
+    fn recorded_parts_recompute_every_digest() {
+        use crate::env::EnvFactory as _;
+        let f = crate::fixtures::factory("fixture").unwrap();
+        let mut env = f.make().unwrap();
+        let r = rollout(env.as_mut(), 5, 40, &RolloutOptions::default()).unwrap();
+        let mut episode = Digest::ZERO;
+        for s in &r.trace.step_digests {
+            for (name, a) in &s.agents {
+                assert_eq!(agent_digest_of(name, a), a.digest);
+            }
+            assert_eq!(step_digest_of(s), s.digest);
+            episode = chain(&episode, &s.digest);
+        }
+        assert_eq!(episode, r.trace.episode);
     }
 
     #[test]

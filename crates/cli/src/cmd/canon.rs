@@ -3,11 +3,9 @@
 //! Exactly the canonical bytes go to stdout, with no trailing newline, so that
 //! `lockstep canon FILE | sha256sum` equals `lockstep fingerprint FILE`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use lockstep_canon::Profile;
 
 use crate::json_input::{input_label, read_value};
@@ -55,8 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             e.pointer
         )
     })?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(&bytes).context("cannot write to stdout")?;
-    out.flush().context("cannot write to stdout")?;
+    crate::output::write_bytes(&bytes)?;
+    crate::output::flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -25,6 +25,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.a.as_os_str() == "-" && args.b.as_os_str() == "-" {
+        anyhow::bail!("diff - -: standard input can be only one of the two documents");
+    }
     let contract = args.contract.as_deref().map(Contract::load).transpose()?;
     let a = read_json(&args.a)?;
     let b = read_json(&args.b)?;

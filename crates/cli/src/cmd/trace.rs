@@ -37,7 +37,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let source = args.target.source()?;
     let factory = source.factory();
     let name = factory.id();
-    let mut env = factory.make().map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    // An external env's errors already name its command line: say it once.
+    let mut env = factory.make().map_err(|e| {
+        if e.message.contains(&name) {
+            anyhow::anyhow!("{e}")
+        } else {
+            anyhow::anyhow!("{name}: {e}")
+        }
+    })?;
     let opts = RolloutOptions {
         capture: args.capture,
         cache: if args.no_cache {

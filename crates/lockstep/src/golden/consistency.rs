@@ -42,9 +42,15 @@ pub(super) fn check(g: &Golden, path: &Path) -> Result<(), GoldenError> {
     for (i, s) in g.step_digests.iter().enumerate() {
         if s.step != i as u64 {
             let what = if s.step > i as u64 {
-                format!("entry {i} is step {}: step {i} is missing (removed?)", s.step)
+                format!(
+                    "entry {i} is step {}: step {i} is missing (removed?)",
+                    s.step
+                )
             } else {
-                format!("entry {i} is step {}: steps out of order or repeated", s.step)
+                format!(
+                    "entry {i} is step {}: steps out of order or repeated",
+                    s.step
+                )
             };
             return Err(broken(
                 format!("step {i}, field step"),
@@ -137,12 +143,18 @@ pub(super) fn check(g: &Golden, path: &Path) -> Result<(), GoldenError> {
         return Err(broken(
             "changelog".into(),
             "/changelog".into(),
-            "the changelog is empty (a golden is recorded with an entry and changed only with one)".into(),
+            "the changelog is empty (a golden is recorded with an entry and changed only with one)"
+                .into(),
         ));
     };
     let mut previous: Option<Digest> = None;
     for (i, e) in g.changelog.iter().enumerate() {
-        let at = |field: &str| (format!("changelog entry {i}, field {field}"), format!("/changelog/{i}/{field}"));
+        let at = |field: &str| {
+            (
+                format!("changelog entry {i}, field {field}"),
+                format!("/changelog/{i}/{field}"),
+            )
+        };
         if e.old_episode != previous {
             let (a, p) = at("old_episode");
             let want = previous.map_or("null (the recording)".to_string(), |d| d.short());
@@ -154,7 +166,11 @@ pub(super) fn check(g: &Golden, path: &Path) -> Result<(), GoldenError> {
         }
         if check_date(&e.date).is_err() {
             let (a, p) = at("date");
-            return Err(broken(a, p, format!("{:?} is not a calendar date YYYY-MM-DD", e.date)));
+            return Err(broken(
+                a,
+                p,
+                format!("{:?} is not a calendar date YYYY-MM-DD", e.date),
+            ));
         }
         if e.reason.trim().is_empty() {
             let (a, p) = at("reason");

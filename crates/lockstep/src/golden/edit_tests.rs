@@ -44,7 +44,10 @@ fn edits(v: &Value, out: &mut Vec<(String, Value)>, pointer: &str, root: &Value)
             } else {
                 format!("{s}x")
             };
-            put(format!("{s:?} -> {changed:?}"), Some(Value::String(changed)));
+            put(
+                format!("{s:?} -> {changed:?}"),
+                Some(Value::String(changed)),
+            );
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
@@ -145,14 +148,18 @@ fn issue9_edits_blame_the_file_at_the_step_and_field() {
     // A reward changed by hand (on a v1 file there is no seal: the digests catch it).
     let mut v1 = g.clone();
     v1.format = FORMAT_V1.into();
-    assert!(!String::from_utf8(v1.to_bytes()).unwrap().contains("\"seal\""));
+    assert!(!String::from_utf8(v1.to_bytes())
+        .unwrap()
+        .contains("\"seal\""));
     assert!(Golden::from_slice(&v1.to_bytes(), Path::new("g.json")).is_ok());
     v1.step_digests[3].agents.get_mut("blue").unwrap().reward -= 0.02;
     let err = Golden::from_slice(&v1.to_bytes(), Path::new("g.json")).unwrap_err();
     assert!(matches!(err, GoldenError::Inconsistent { .. }), "{err}");
     let message = err.to_string();
     assert!(
-        message.contains("the file is inconsistent at step 3, agent \"blue\" (/step_digests/3/agents/blue)"),
+        message.contains(
+            "the file is inconsistent at step 3, agent \"blue\" (/step_digests/3/agents/blue)"
+        ),
         "{message}"
     );
     assert!(message.contains("edited or corrupted"), "{message}");

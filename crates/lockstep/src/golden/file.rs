@@ -164,8 +164,8 @@ pub(super) fn to_bytes(golden: &Golden) -> Vec<u8> {
         seal: Option<Digest>,
     }
     let render = |seal: Option<Digest>| {
-        let mut out = serde_json::to_vec_pretty(&Sealed { golden, seal })
-            .expect("golden files serialise");
+        let mut out =
+            serde_json::to_vec_pretty(&Sealed { golden, seal }).expect("golden files serialise");
         out.push(b'\n');
         out
     };

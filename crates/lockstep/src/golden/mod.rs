@@ -10,6 +10,9 @@
 //! The insta habit: a failing verify may leave the would-be file beside the golden as
 //! `FILE.new` ([`write_pending`]), never when the `CI` environment variable is set.
 
+mod consistency;
+mod file;
+
 use std::path::{Path, PathBuf};
 
 use lockstep_canon::Value;
@@ -19,8 +22,12 @@ use crate::check::{first_divergence, Divergence, Site};
 use crate::env::{EnvError, EnvFactory};
 use crate::trace::{self, Digest, End, RolloutOptions, StepDigest, TraceError};
 
-/// Version of the golden file format.
-pub const FORMAT: &str = "lockstep/golden/v1";
+/// Version of the golden file format written: v1 plus a seal over the whole content.
+pub const FORMAT: &str = "lockstep/golden/v2";
+
+/// The first format, still read (without a seal: edits outside the digests cannot be seen);
+/// an update rewrites it as [`FORMAT`].
+pub const FORMAT_V1: &str = "lockstep/golden/v1";
 
 /// The reset contract an env was recorded under, when it has one.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -80,8 +87,19 @@ pub enum GoldenError {
     Exists { path: PathBuf },
     #[error("{path}: not a golden file: {message}")]
     Parse { path: PathBuf, message: String },
-    #[error("{path}: golden format {found:?} is not {FORMAT:?}")]
+    #[error("{path}: golden format {found:?} is neither {FORMAT:?} nor {FORMAT_V1:?}")]
     Format { path: PathBuf, found: String },
+    /// The file's parts disagree with each other: it was edited or corrupted. Reported
+    /// before any env runs, so the env is never blamed for an edit.
+    #[error("{path}: the file is inconsistent at {at} ({pointer}): {message} (edited or corrupted; a golden changes only through `lockstep golden update {} --reason \"...\"`)", path.display())]
+    Inconsistent {
+        path: PathBuf,
+        /// Step, agent and field in words.
+        at: String,
+        /// The JSON Pointer of the field.
+        pointer: String,
+        message: String,
+    },
     #[error("could not make an env instance: {0}")]
     Make(EnvError),
     #[error(transparent)]
@@ -241,7 +259,35 @@ pub fn verify(factory: &dyn EnvFactory, golden: &Golden) -> Result<Verification,
     } else {
         None
     };
-    let passed = comparable && divergence.is_none() && golden.episode == current.episode;
+    // Equal digests with a different line count: the count is recorded beside the logs digest
+    // and covered by no digest, so only an edit can make them disagree.
+    let edited_counts: Vec<String> = if comparable && divergence.is_none() {
+        golden
+            .step_digests
+            .iter()
+            .zip(&current.step_digests)
+            .filter(|(g, c)| g.log_lines != c.log_lines)
+            .map(|(g, c)| {
+                format!(
+                    "the file is inconsistent at step {}, field log_lines: it records {} lines, but its logs digest is that of {} (edited or corrupted)",
+                    g.step, g.log_lines, c.log_lines
+                )
+            })
+            .take(1)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if golden.format == FORMAT_V1 {
+        notes.push(format!(
+            "format {FORMAT_V1} has no seal: edits outside the digests (steps, config, changelog wording) cannot be seen; `lockstep golden update` rewrites it as {FORMAT}"
+        ));
+    }
+    let passed = comparable
+        && divergence.is_none()
+        && edited_counts.is_empty()
+        && golden.episode == current.episode;
+    notes.extend(edited_counts);
     Ok(Verification {
         passed,
         divergence,
@@ -283,33 +329,17 @@ impl Golden {
         Golden::from_slice(&bytes, path)
     }
 
-    fn from_slice(bytes: &[u8], path: &Path) -> Result<Golden, GoldenError> {
-        #[derive(serde::Deserialize)]
-        struct Head {
-            format: String,
-        }
-        let head: Head = serde_json::from_slice(bytes).map_err(|e| GoldenError::Parse {
-            path: path.into(),
-            message: e.to_string(),
-        })?;
-        if head.format != FORMAT {
-            return Err(GoldenError::Format {
-                path: path.into(),
-                found: head.format,
-            });
-        }
-        serde_json::from_slice(bytes).map_err(|e| GoldenError::Parse {
-            path: path.into(),
-            message: e.to_string(),
-        })
+    /// Parses, validates and checks the consistency of a golden file's bytes (docs/golden.md).
+    pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Golden, GoldenError> {
+        let (golden, _seal) = file::parse(bytes, path)?;
+        consistency::check(&golden, path)?;
+        Ok(golden)
     }
 
     /// The file's bytes: pretty JSON (one digest per line, so a diff of two versions reads
-    /// well), fields in the struct's order, a final newline.
+    /// well), fields in the struct's order, the seal last (format v2), a final newline.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = serde_json::to_vec_pretty(self).expect("golden files serialise");
-        out.push(b'\n');
-        out
+        file::to_bytes(self)
     }
 
     /// Writes the file atomically.
@@ -533,3 +563,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod edit_tests;
