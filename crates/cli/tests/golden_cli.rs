@@ -51,7 +51,8 @@ fn record_verify_change_update() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let g = json(&file);
-    assert_eq!(g["format"], "lockstep/golden/v1");
+    assert_eq!(g["format"], "lockstep/golden/v2");
+    assert!(g["seal"].is_string());
     assert_eq!(g["env"], "fixture");
     assert_eq!(g["seed"], 5);
     assert_eq!(g["action_sampler"], "lockstep/actions/v1");
@@ -132,8 +133,9 @@ fn record_verify_change_update() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
+/// Issue 9: a hand-edited golden is the file's fault, said before any env runs, with where.
 #[test]
-fn changed_steps_fail_at_the_first_missing_step() {
+fn an_edited_golden_is_inconsistent_not_a_drift() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("g.json");
     let f = file.to_str().unwrap();
@@ -142,18 +144,37 @@ fn changed_steps_fail_at_the_first_missing_step() {
         true,
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let mut g = json(&file);
-    g["steps"] = 20.into();
-    std::fs::write(&file, serde_json::to_vec_pretty(&g).unwrap()).unwrap();
-    let o = lockstep(&["golden", "verify", f], true);
-    let out = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(
-        out.contains(
-            "step 21, the episodes end at different steps: golden has 31 transitions, now has 21"
+    let recorded = json(&file);
+    for (edit, at) in [
+        ("/steps", "at field steps (/steps)"),
+        ("/step_digests/4", "step 4 is missing"),
+        (
+            "/step_digests/2/agents/red/terminated",
+            "at step 2, agent \"red\"",
         ),
-        "{out}"
-    );
+        ("/changelog", "the changelog is empty"),
+        ("/config/grid", "at seal"),
+    ] {
+        let mut g = recorded.clone();
+        match edit {
+            "/steps" => g["steps"] = 20.into(),
+            "/step_digests/4" => {
+                g["step_digests"].as_array_mut().unwrap().remove(4);
+            }
+            "/changelog" => g["changelog"] = serde_json::json!([]),
+            "/config/grid" => g["config"]["grid"] = 9.into(),
+            _ => g["step_digests"][2]["agents"]["red"]["terminated"] = true.into(),
+        }
+        std::fs::write(&file, serde_json::to_vec_pretty(&g).unwrap()).unwrap();
+        let o = lockstep(&["golden", "verify", f], true);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{edit}: {out}");
+        assert!(
+            out.contains("the file is inconsistent") && out.contains(at),
+            "{edit}: {out}"
+        );
+        assert!(out.contains("edited or corrupted"), "{edit}: {out}");
+    }
 }
 
 #[test]

@@ -145,7 +145,23 @@ fn issue9_every_one_field_edit_of_a_golden_is_detected() {
 fn issue9_edits_blame_the_file_at_the_step_and_field() {
     let (g, bytes) = recorded();
     let text = String::from_utf8(bytes.clone()).unwrap();
-    // A reward changed by hand (on a v1 file there is no seal: the digests catch it).
+    // A reward changed by hand: located by the digests, on a sealed file as on a v1 file.
+    let mut sealed = g.clone();
+    sealed.step_digests[3]
+        .agents
+        .get_mut("blue")
+        .unwrap()
+        .reward -= 0.02;
+    let mut bytes = sealed.to_bytes();
+    let text_edit = String::from_utf8(bytes.clone()).unwrap();
+    let original_seal = text.lines().find(|l| l.contains("\"seal\"")).unwrap();
+    let new_seal = text_edit.lines().find(|l| l.contains("\"seal\"")).unwrap();
+    bytes = text_edit.replace(new_seal, original_seal).into_bytes();
+    let err = Golden::from_slice(&bytes, Path::new("g.json")).unwrap_err();
+    assert!(
+        err.to_string().contains("at step 3, agent \"blue\""),
+        "the edit is located, not only the seal broken: {err}"
+    );
     let mut v1 = g.clone();
     v1.format = FORMAT_V1.into();
     assert!(!String::from_utf8(v1.to_bytes())
@@ -170,8 +186,8 @@ fn issue9_edits_blame_the_file_at_the_step_and_field() {
     let err = Golden::from_slice(&cut.to_bytes(), Path::new("g.json")).unwrap_err();
     assert!(err.to_string().contains("step 4 is missing"), "{err}");
 
-    // Any edit of a sealed (v2) file breaks the seal.
-    let edited = text.replacen("\"steps\": 12", "\"steps\": 13", 1);
+    // An edit no digest covers breaks the seal of a sealed (v2) file.
+    let edited = text.replacen("\"reason\": \"recorded\"", "\"reason\": \"recorde\"", 1);
     let err = Golden::from_slice(edited.as_bytes(), Path::new("g.json")).unwrap_err();
     assert!(err.to_string().contains("seal"), "{err}");
 }

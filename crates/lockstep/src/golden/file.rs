@@ -38,9 +38,14 @@ const AGENT: &[&str] = &["digest", "obs", "reward", "terminated", "truncated", "
 const ENTRY: &[&str] = &["date", "reason", "old_episode", "new_episode"];
 const CONTRACT: &[&str] = &["name", "version"];
 
-/// Parses and validates the bytes of a golden file (`path` names it in errors); the
-/// consistency of its parts is checked by the caller ([`super::consistency`]).
-pub(super) fn parse(bytes: &[u8], path: &Path) -> Result<(Golden, Option<Digest>), GoldenError> {
+/// Parses and validates the bytes of a golden file (`path` names it in errors), with the seal
+/// it records and the one its content gives (format v2). The caller checks the consistency of
+/// the parts first ([`super::consistency`], which locates an edit) and the seal last (which
+/// catches every other edit): see [`check_seal`].
+pub(super) fn parse(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<(Golden, Option<(Digest, Digest)>), GoldenError> {
     let value = lockstep_canon::parse_with(bytes, &ParseOptions::default()).map_err(|e| {
         GoldenError::Parse {
             path: path.into(),
@@ -121,22 +126,25 @@ pub(super) fn parse(bytes: &[u8], path: &Path) -> Result<(Golden, Option<Digest>
         step_digests,
         changelog,
     };
-    if let Some(recorded) = seal {
-        let computed = seal_of(&value);
-        if computed != recorded {
-            return Err(GoldenError::Inconsistent {
-                path: path.into(),
-                at: "seal".into(),
-                pointer: "/seal".into(),
-                message: format!(
-                    "the file's content does not give its seal (recorded {}, computed {})",
-                    recorded.short(),
-                    computed.short()
-                ),
-            });
-        }
-    }
+    let seal = seal.map(|recorded| (recorded, seal_of(&value)));
     Ok((golden, seal))
+}
+
+/// The recorded seal against the computed one.
+pub(super) fn check_seal(path: &Path, seal: Option<(Digest, Digest)>) -> Result<(), GoldenError> {
+    match seal {
+        Some((recorded, computed)) if recorded != computed => Err(GoldenError::Inconsistent {
+            path: path.into(),
+            at: "seal".into(),
+            pointer: "/seal".into(),
+            message: format!(
+                "the file's content does not give its seal (recorded {}, computed {}): a field outside the digests was changed",
+                recorded.short(),
+                computed.short()
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The seal of a golden file's parsed object (see the module doc).

@@ -331,8 +331,9 @@ impl Golden {
 
     /// Parses, validates and checks the consistency of a golden file's bytes (docs/golden.md).
     pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Golden, GoldenError> {
-        let (golden, _seal) = file::parse(bytes, path)?;
+        let (golden, seal) = file::parse(bytes, path)?;
         consistency::check(&golden, path)?;
+        file::check_seal(path, seal)?;
         Ok(golden)
     }
 
