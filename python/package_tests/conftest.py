@@ -33,4 +33,5 @@ def cli():
             raise AssertionError(f"lockstep {' '.join(args)} exited {out.returncode}: {out.stderr.decode()}")
         return out
 
+    run.path = path
     return run

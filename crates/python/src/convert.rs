@@ -162,7 +162,6 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
 }
 
 /// A `serde` value (a report record) as plain Python objects.
-#[allow(dead_code)] // used by the check bindings
 pub fn serde_to_py<'py, T: serde::Serialize>(
     py: Python<'py>,
     x: &T,

@@ -7,7 +7,6 @@ use pyo3::types::PyTuple;
 
 /// The exception classes of `lockstep._errors`.
 #[derive(Debug, Clone, Copy)]
-#[allow(dead_code)] // Env and Golden: raised by the check bindings
 pub enum Kind {
     /// A value has no canonical form (`CanonicalError`).
     Canonical,

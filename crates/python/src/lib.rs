@@ -7,9 +7,13 @@
 
 use pyo3::prelude::*;
 
+mod arrays;
 mod canonical;
+mod check;
 mod convert;
 mod errors;
+mod py_env;
+mod range;
 
 #[pymodule]
 #[pyo3(name = "_native")]
@@ -18,5 +22,13 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical::canonical, m)?)?;
     m.add_function(wrap_pyfunction!(canonical::fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(canonical::diff, m)?)?;
+    m.add_class::<range::RangeCore>()?;
+    m.add_function(wrap_pyfunction!(range::range_catalogue, m)?)?;
+    m.add_class::<check::NativeReport>()?;
+    m.add_function(wrap_pyfunction!(check::check, m)?)?;
+    m.add_function(wrap_pyfunction!(check::trace, m)?)?;
+    m.add_function(wrap_pyfunction!(check::golden_record, m)?)?;
+    m.add_function(wrap_pyfunction!(check::golden_env, m)?)?;
+    m.add_function(wrap_pyfunction!(check::golden_verify, m)?)?;
     Ok(())
 }
