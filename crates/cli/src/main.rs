@@ -5,12 +5,16 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod child_runner;
-mod cmd;
-mod envs;
-mod json_input;
-mod render;
-mod shell;
+pub(crate) mod child_runner;
+pub(crate) mod cmd;
+pub(crate) mod envs;
+pub(crate) mod json_input;
+pub(crate) mod render;
+pub(crate) mod shell;
+
+// For the library target (lib.rs): the Python package's console script sets it.
+#[allow(unused_imports)]
+pub use child_runner::set_self_command;
 
 /// Prove or disprove "fixed seed, same episode" for agent and RL environments.
 #[derive(Parser)]
@@ -47,7 +51,21 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    ExitCode::from(run(std::env::args_os()))
+}
+
+/// Parses `args` (the program name first) and runs the command; returns the exit code. The
+/// binary's `main`, and the entry of the Python package's `lockstep` console script (through
+/// the library target, crates/cli/src/lib.rs), so both are the same CLI.
+pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are not errors: clap knows which exit code each deserves.
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
     let result = match cli.command {
         Command::Check(a) => cmd::check::run(a),
         Command::Fingerprint(a) => cmd::fingerprint::run(a),
@@ -62,10 +80,18 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::run(a),
     };
     match result {
-        Ok(code) => code,
+        Ok(code) => exit_code_number(code),
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::from(2)
+            2
         }
     }
+}
+
+/// The number of an [`ExitCode`] (std has no stable getter; every code here is made from a
+/// `u8`).
+fn exit_code_number(code: ExitCode) -> u8 {
+    (0..=u8::MAX)
+        .find(|&n| ExitCode::from(n) == code)
+        .unwrap_or(1)
 }

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 mod arrays;
 mod canonical;
 mod check;
+mod cli;
 mod convert;
 mod errors;
 mod py_env;
@@ -30,5 +31,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check::golden_record, m)?)?;
     m.add_function(wrap_pyfunction!(check::golden_env, m)?)?;
     m.add_function(wrap_pyfunction!(check::golden_verify, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     Ok(())
 }

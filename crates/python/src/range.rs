@@ -28,12 +28,14 @@ impl RangeCore {
     #[new]
     fn new(py: Python<'_>, name: &str) -> PyResult<RangeCore> {
         let factory = match factory_from_name(name) {
-            None => return Err(error(
-                Kind::Config,
-                format!(
+            None => {
+                return Err(error(
+                    Kind::Config,
+                    format!(
                     "{name:?} is not a range env name (range:SCENARIO[:PRESET][?KEY=VALUE&...])"
                 ),
-            )),
+                ))
+            }
             Some(Err(e)) => return Err(error(Kind::Config, format!("env {name:?}: {e}"))),
             Some(Ok(f)) => f,
         };
