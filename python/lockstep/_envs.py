@@ -35,7 +35,7 @@ def _load(spec):
 
 def as_parallel(env):
     """A PettingZoo AEC env as a parallel one; any other env as it is."""
-    if hasattr(env, "agent_iter") and hasattr(env, "possible_agents") and not hasattr(env, "state_space_fn"):
+    if hasattr(env, "agent_iter") and hasattr(env, "possible_agents"):
         from pettingzoo.utils.conversions import aec_to_parallel
 
         return aec_to_parallel(env)
@@ -152,7 +152,8 @@ def resolve(env, contract=None):
         argv = ADAPTER + ["gymnasium", gym_id] + contract_args
         config = {"adapter": "gymnasium", "target": gym_id, "kwargs": {}}
         return Source(env, lambda: gymnasium.make(gym_id), argv, None, config, contract, child_env)
-    if callable(env) and not hasattr(env, "step"):
+    # A class is a factory too; an env object (callable or not) is refused below.
+    if callable(env) and (isinstance(env, type) or not hasattr(env, "step")):
         name, why = _importable_name(env)
         if name is None:
             label = getattr(env, "__qualname__", None) or repr(env)

@@ -120,3 +120,15 @@ def test_trace_of_a_gymnasium_env_equals_the_cli_through_the_adapter(cli):
         capture_output=True, env=env, check=True,
     )
     assert out.stdout.decode().strip() == here
+
+
+def test_a_pettingzoo_aec_env_is_checked_as_parallel_in_both_processes():
+    report = lockstep.check("mpe2.simple_spread_v3:env", seeds=range(1), steps=20)
+    assert report.passed, report.summary()
+    assert report.skipped == {}
+
+
+def test_a_class_is_a_factory_and_importable_by_name():
+    report = lockstep.check(faulty_envs.GlobalRng, seeds=range(1), steps=10, checks=["interleaved", "process"])
+    assert report.data["params"]["envs"] == ["faulty_envs:GlobalRng"]
+    assert failing_checks(report) == ["interleaved"]
