@@ -132,3 +132,13 @@ def test_a_class_is_a_factory_and_importable_by_name():
     report = lockstep.check(faulty_envs.GlobalRng, seeds=range(1), steps=10, checks=["interleaved", "process"])
     assert report.data["params"]["envs"] == ["faulty_envs:GlobalRng"]
     assert failing_checks(report) == ["interleaved"]
+
+
+def test_a_contract_overrides_the_declared_one():
+    declared = lockstep.check("CartPole-v1", seeds=range(1), steps=10, checks=["same"])
+    assert declared.passed
+    narrow = {"name": "mine", "version": 3, "fields": ["np_random"]}
+    report = lockstep.check("CartPole-v1", seeds=range(1), steps=10, checks=["same"], contract=narrow)
+    assert not report.passed
+    assert report.trials[0]["audit"]["unexpected"] == ["/action_space_rng"]
+    assert "unexpected field /action_space_rng" in report.failures[0]
