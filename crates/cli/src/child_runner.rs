@@ -1,8 +1,10 @@
 //! The other-process runner of the replay checks for built-in envs: re-runs this very
 //! executable as `lockstep trace --env NAME --json` and reads the trace it prints.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 use anyhow::Context as _;
 use lockstep::check::ProcessRunner;
@@ -17,17 +19,38 @@ pub struct TraceOutput {
     pub captured: Option<TransitionRecord>,
 }
 
+/// The command that runs this CLI again, when it is not this executable: inside the Python
+/// package the executable is the interpreter, and the CLI is `python -m lockstep`.
+static SELF_COMMAND: OnceLock<Vec<OsString>> = OnceLock::new();
+
+/// Sets the command line that re-runs this CLI (program first) for the other-process check.
+/// The first call wins; without one the CLI re-runs its own executable.
+pub fn set_self_command(argv: Vec<OsString>) {
+    if !argv.is_empty() {
+        let _ = SELF_COMMAND.set(argv);
+    }
+}
+
 /// Runs `lockstep trace ... --json` in a child process: a fresh process, so nothing of this
 /// one (hash seeds, global state, the clock at start) can leak into the child's trace.
 pub struct ChildRunner {
     pub exe: PathBuf,
+    /// Arguments before `trace` (`-m lockstep` when the CLI runs inside Python).
+    pub prefix: Vec<OsString>,
 }
 
 impl ChildRunner {
-    /// A runner of this very executable.
+    /// A runner of this very CLI: the self command when one was set, else this executable.
     pub fn current() -> anyhow::Result<ChildRunner> {
+        if let Some((exe, prefix)) = SELF_COMMAND.get().and_then(|argv| argv.split_first()) {
+            return Ok(ChildRunner {
+                exe: PathBuf::from(exe),
+                prefix: prefix.to_vec(),
+            });
+        }
         Ok(ChildRunner {
             exe: std::env::current_exe().context("locating the lockstep executable")?,
+            prefix: Vec::new(),
         })
     }
 }
@@ -41,6 +64,7 @@ impl ProcessRunner for ChildRunner {
         capture: Option<u64>,
     ) -> Result<Recorded, String> {
         let mut cmd = Command::new(&self.exe);
+        cmd.args(&self.prefix);
         cmd.args(["trace", "--env", env, "--json"]).args([
             "--seed",
             &seed.to_string(),

@@ -25,6 +25,8 @@ pub struct WorkerEnv {
 /// Starts one worker process per trial or golden.
 pub struct Workers {
     pub exe: PathBuf,
+    /// Arguments before `worker` (`-m lockstep` when the CLI runs inside Python).
+    pub prefix: Vec<std::ffi::OsString>,
     pub envs: Vec<WorkerEnv>,
     pub options: SuiteOptions,
 }
@@ -36,6 +38,7 @@ impl Workers {
     /// Runs the worker with `args`; its last stdout line, or why there is none.
     fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Result<String, String> {
         let out = Command::new(&self.exe)
+            .args(&self.prefix)
             .arg("worker")
             .args(args)
             .stdin(Stdio::null())

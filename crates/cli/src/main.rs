@@ -7,15 +7,19 @@ use clap::{Parser, Subcommand};
 
 // First: its macros (`outln!`, `out!`) are used by every module declared after it.
 #[macro_use]
-mod output;
+pub(crate) mod output;
 
-mod child_runner;
-mod cmd;
-mod envs;
-mod isolated;
-mod json_input;
-mod render;
-mod shell;
+pub(crate) mod child_runner;
+pub(crate) mod cmd;
+pub(crate) mod envs;
+pub(crate) mod isolated;
+pub(crate) mod json_input;
+pub(crate) mod render;
+pub(crate) mod shell;
+
+// For the library target (lib.rs): the Python package's console script sets it.
+#[allow(unused_imports)]
+pub use child_runner::set_self_command;
 
 /// Prove or disprove "fixed seed, same episode" for agent and RL environments.
 #[derive(Parser)]
@@ -58,7 +62,21 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    ExitCode::from(run(std::env::args_os()))
+}
+
+/// Parses `args` (the program name first) and runs the command; returns the exit code. The
+/// binary's `main`, and the entry of the Python package's `lockstep` console script (through
+/// the library target, crates/cli/src/lib.rs), so both are the same CLI.
+pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are not errors: clap knows which exit code each deserves.
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
     json_input::set_max_input_bytes(cli.max_input_bytes);
     let result = match cli.command {
         Command::Check(a) => cmd::check::run(a),
@@ -79,14 +97,22 @@ fn main() -> ExitCode {
         Ok(code)
     });
     match result {
-        Ok(code) => code,
+        Ok(code) => exit_code_number(code),
         Err(err) => match err.downcast_ref::<output::OutputError>() {
             // A closed pipe ends quietly, as a program killed by SIGPIPE does.
-            Some(output::OutputError::Closed) => ExitCode::from(141),
+            Some(output::OutputError::Closed) => 141,
             _ => {
                 eprintln!("error: {err:#}");
-                ExitCode::from(2)
+                2
             }
         },
     }
+}
+
+/// The number of an [`ExitCode`] (std has no stable getter; every code here is made from a
+/// `u8`).
+fn exit_code_number(code: ExitCode) -> u8 {
+    (0..=u8::MAX)
+        .find(|&n| ExitCode::from(n) == code)
+        .unwrap_or(1)
 }

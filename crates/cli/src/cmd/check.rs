@@ -220,8 +220,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|(_, g)| g.clone())
         .collect();
 
+    // This very CLI re-run (the interpreter and `-m lockstep` when it runs inside Python).
+    let me = crate::child_runner::ChildRunner::current()?;
     let workers = Workers {
-        exe: std::env::current_exe().context("locating the lockstep executable")?,
+        exe: me.exe,
+        prefix: me.prefix,
         envs: worker_envs,
         options,
     };

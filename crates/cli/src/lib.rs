@@ -1,0 +1,18 @@
+//! The `lockstep` command line as a library, so the Python package's `lockstep` console
+//! script runs this very CLI (crates/python links it). The binary's own source is the whole
+//! library: nothing here but the entry points.
+
+#[path = "main.rs"]
+#[allow(dead_code)] // the binary's `main` is unused in the library
+mod app;
+
+pub use app::run;
+// The binary's modules name each other `crate::...`: the same paths here.
+pub(crate) use app::{child_runner, cmd, envs, isolated, json_input, output, render, shell};
+
+/// Sets the command that re-runs this CLI for the other-process check (program first), e.g.
+/// `[python, -m, lockstep]` when the CLI runs inside Python; without it the CLI re-runs its
+/// own executable.
+pub fn set_self_command(argv: Vec<std::ffi::OsString>) {
+    app::set_self_command(argv);
+}

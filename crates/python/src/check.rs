@@ -1,0 +1,220 @@
+//! `check`, `trace` and goldens over Python envs: the CLI's library calls
+//! (`lockstep::suite::run_here`, `lockstep::trace::rollout`, `lockstep::golden`) on a
+//! [`PyFactory`], with the GIL released while they run.
+
+use std::path::PathBuf;
+
+use lockstep::check::ProcessRunner;
+use lockstep::golden::{self, Golden};
+use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
+use lockstep::report::{render_html, Report, RunParams};
+use lockstep::suite::{parse_checks, run_here, SuiteEnv, SuiteOptions};
+use lockstep::trace::{rollout, Recorded, RolloutOptions};
+use pyo3::prelude::*;
+
+use crate::convert::serde_to_py;
+use crate::errors::{error, Kind};
+use crate::py_env::PyFactory;
+
+/// Stands in for the process runner when the process check is not run (the env is not
+/// importable by name); never called, because `process` is then not among the checks.
+struct NoProcess;
+
+impl ProcessRunner for NoProcess {
+    fn run(&self, env: &str, _: u64, _: u64, _: Option<u64>) -> Result<Recorded, String> {
+        Err(format!("{env}: the process check was not asked for"))
+    }
+}
+
+/// A finished `check`: the CLI's report (`lockstep::report::Report`).
+#[pyclass(module = "lockstep._native", frozen)]
+pub struct NativeReport {
+    report: Report,
+}
+
+#[pymethods]
+impl NativeReport {
+    /// Everything passed: conformity, every check run, no errors.
+    #[getter]
+    fn passed(&self) -> bool {
+        self.report.passed
+    }
+
+    /// The bytes of report.json, as text.
+    fn to_json(&self) -> String {
+        String::from_utf8(self.report.to_json()).expect("JSON is UTF-8")
+    }
+
+    /// The report as plain Python objects (the structure of report.json).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.report)
+    }
+
+    /// Writes report.json and report.html into `dir` (created if needed), each atomically.
+    fn write(&self, dir: PathBuf) -> PyResult<()> {
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            error(
+                Kind::Config,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+        for (name, bytes) in [
+            ("report.json", self.report.to_json()),
+            ("report.html", render_html(&self.report).into_bytes()),
+        ] {
+            let path = dir.join(name);
+            lockstep::atomic_file::write_atomic(&path, &bytes).map_err(|e| {
+                error(
+                    Kind::Config,
+                    format!("cannot write {}: {e}", path.display()),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+fn child_runner(argv: Option<Vec<String>>, env: Vec<(String, String)>) -> Box<dyn ProcessRunner> {
+    match argv {
+        Some(argv) => Box::new(ProcessEnvFactory::new(
+            argv,
+            ProcessOptions {
+                env,
+                ..ProcessOptions::default()
+            },
+        )),
+        None => Box::new(NoProcess),
+    }
+}
+
+/// Runs the reset-contract audit and `checks` of one env for every seed, in this process
+/// (one trial after another), and assembles the CLI's report. `make` returns a fresh
+/// `InProcess` object; `argv` serves the same env in a fresh process for the `process` check.
+#[pyfunction]
+#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new()))]
+#[allow(clippy::too_many_arguments)]
+pub fn check(
+    py: Python<'_>,
+    make: Py<PyAny>,
+    env_id: String,
+    seeds: Vec<u64>,
+    steps: u64,
+    checks: Vec<String>,
+    argv: Option<Vec<String>>,
+    child_env: Vec<(String, String)>,
+) -> PyResult<NativeReport> {
+    let kinds = parse_checks(&checks).map_err(|e| error(Kind::Config, e))?;
+    let checks: Vec<String> = kinds.iter().map(|k| k.short().to_string()).collect();
+    if seeds.is_empty() {
+        return Err(error(Kind::Config, "check needs at least one seed"));
+    }
+    let factory = PyFactory {
+        id: env_id.clone(),
+        make,
+    };
+    let runner = child_runner(argv, child_env);
+    let options = SuiteOptions {
+        steps,
+        checks: kinds,
+        rollouts: None,
+    };
+    let params = RunParams {
+        envs: vec![env_id.clone()],
+        seeds: seeds.clone(),
+        steps,
+        checks,
+        goldens: Vec::new(),
+    };
+    let report = py.detach(|| {
+        let suite_env = [SuiteEnv {
+            id: env_id,
+            factory: &factory,
+            runner: runner.as_ref(),
+            seedless: false,
+        }];
+        // In this interpreter, one trial after another: the env object lives here.
+        let work: Vec<(usize, u64)> = seeds.iter().map(|&s| (0, s)).collect();
+        let trials = run_here(&suite_env, &work, &options, &|| {});
+        Report::assemble(params, None, trials, Vec::new())
+    });
+    Ok(NativeReport { report })
+}
+
+/// The episode digest (hex) of one rollout, as `lockstep trace` prints it.
+#[pyfunction]
+pub fn trace(
+    py: Python<'_>,
+    make: Py<PyAny>,
+    env_id: String,
+    seed: u64,
+    steps: u64,
+) -> PyResult<String> {
+    let factory = PyFactory { id: env_id, make };
+    py.detach(|| {
+        let mut env = lockstep::env::EnvFactory::make(&factory)?;
+        let r = rollout(env.as_mut(), seed, steps, &RolloutOptions::default());
+        let closed = env.close();
+        let r = r.map_err(|e| lockstep::env::EnvError::new(e.to_string()))?;
+        closed?;
+        Ok(r.trace.episode.to_hex())
+    })
+    .map_err(|e: lockstep::env::EnvError| error(Kind::Env, e.to_string()))
+}
+
+/// Records a golden file at `path` (refusing to overwrite one), changelog dated `date`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn golden_record(
+    py: Python<'_>,
+    make: Py<PyAny>,
+    env_id: String,
+    path: PathBuf,
+    seed: u64,
+    steps: u64,
+    date: String,
+) -> PyResult<String> {
+    let factory = PyFactory { id: env_id, make };
+    py.detach(|| {
+        let g = golden::record(&factory, seed, steps, &date)?;
+        g.save_new(&path)?;
+        Ok(g.episode.to_hex())
+    })
+    .map_err(|e: golden::GoldenError| error(Kind::Golden, e.to_string()))
+}
+
+/// The env id a golden file names.
+#[pyfunction]
+pub fn golden_env(path: PathBuf) -> PyResult<String> {
+    Golden::load(&path)
+        .map(|g| g.env)
+        .map_err(|e| error(Kind::Golden, e.to_string()))
+}
+
+/// Verifies the golden file at `path`: `(passed, summary, divergence or None)`.
+#[pyfunction]
+pub fn golden_verify<'py>(
+    py: Python<'py>,
+    make: Py<PyAny>,
+    env_id: String,
+    path: PathBuf,
+) -> PyResult<(bool, String, Bound<'py, PyAny>)> {
+    let golden = Golden::load(&path).map_err(|e| error(Kind::Golden, e.to_string()))?;
+    let factory = PyFactory { id: env_id, make };
+    let v = py
+        .detach(|| golden::verify(&factory, &golden))
+        .map_err(|e| error(Kind::Golden, e.to_string()))?;
+    let summary = match (&v.divergence, v.passed) {
+        (_, true) => format!("episode {} reproduced", golden.episode.short()),
+        (Some(d), false) => format!(
+            "drifted at step {}: {}",
+            d.step,
+            d.describe("golden", "now")
+        ),
+        (None, false) => format!("not reproduced ({})", v.notes.join("; ")),
+    };
+    let divergence = match &v.divergence {
+        Some(d) => crate::convert::to_py(py, &d.to_value())?,
+        None => py.None().into_bound(py),
+    };
+    Ok((v.passed, summary, divergence))
+}

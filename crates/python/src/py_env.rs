@@ -1,0 +1,213 @@
+//! A Python environment as a lockstep [`Env`], in this interpreter.
+//!
+//! The Python side (`lockstep/_envs.py`) wraps the user's Gymnasium or PettingZoo env in
+//! `lockstep_adapter`'s `Served` object, the very code that serves it to a child process, and
+//! hands over the same protocol messages as text: the handshake, reset and step replies, the
+//! state. They are read here with the protocol's own readers
+//! ([`lockstep::protocol::message`]), so an env checked in this process and one checked
+//! through `python -m lockstep_adapter` show lockstep the same observations, byte for byte.
+//!
+//! Every call takes the GIL for itself, so the checks run with the GIL released and the
+//! parallel-workers check really interleaves several instances in this interpreter.
+
+use lockstep::contract::{Contract, Layer, ProfileName};
+use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
+use lockstep::protocol::message::{self, Reply, WireContract};
+use lockstep_canon::{Profile, Value};
+use pyo3::prelude::*;
+
+/// One env instance: the `InProcess` object of `lockstep/_envs.py`.
+pub struct PyEnv {
+    obj: Py<PyAny>,
+    spec: EnvSpec,
+    contract: WireContract,
+    transition: Transition,
+    scratch: Vec<u8>,
+    buf: Vec<u8>,
+    steps: u64,
+}
+
+/// The message of a Python exception, with its traceback.
+fn describe(py: Python<'_>, err: &PyErr) -> String {
+    let text = py
+        .import("traceback")
+        .and_then(|tb| {
+            tb.call_method1(
+                "format_exception",
+                (err.get_type(py), err.value(py), err.traceback(py)),
+            )
+        })
+        .and_then(|lines| {
+            lines
+                .extract::<Vec<String>>()
+                .map_err(|e| PyErr::new::<pyo3::exceptions::PyTypeError, _>(e.to_string()))
+        });
+    match text {
+        Ok(lines) => lines.concat().trim_end().to_string(),
+        Err(_) => err.to_string(),
+    }
+}
+
+fn call(
+    obj: &Py<PyAny>,
+    what: &str,
+    method: &str,
+    args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>,
+) -> Result<String, EnvError> {
+    Python::attach(|py| {
+        let result = args(py).and_then(|a| obj.bind(py).call_method1(method, a));
+        match result.and_then(|r| r.extract::<String>()) {
+            Ok(text) => Ok(text),
+            Err(e) => Err(EnvError::new(format!("{what}: {}", describe(py, &e)))),
+        }
+    })
+}
+
+fn parse(text: &str, what: &str) -> Result<Value, EnvError> {
+    message::parse_line(text.as_bytes())
+        .map_err(|e| EnvError::new(format!("{what}: the env's answer is not JSON: {e}")))
+}
+
+impl PyEnv {
+    /// Reads the handshake of `obj`.
+    pub fn new(obj: Py<PyAny>) -> Result<PyEnv, EnvError> {
+        let text = call(&obj, "handshake", "hello", |py| {
+            Ok(pyo3::types::PyTuple::empty(py))
+        })?;
+        let hello = parse(&text, "handshake")?;
+        let handshake = message::parse_handshake(&hello)
+            .map_err(|e| EnvError::new(format!("the handshake breaks the protocol: {e}")))?;
+        Ok(PyEnv {
+            obj,
+            spec: handshake.spec(),
+            contract: handshake.contract,
+            transition: Transition::default(),
+            scratch: Vec::new(),
+            buf: Vec::new(),
+            steps: 0,
+        })
+    }
+
+    fn transition(&mut self, text: &str, what: &str) -> Result<&Transition, EnvError> {
+        let mut value = parse(text, what)?;
+        match message::reply(&value) {
+            Ok(Reply::Ok(_)) => {}
+            Ok(Reply::Failed { error, traceback }) => {
+                return Err(EnvError::new(format!(
+                    "{what}: {error}{}",
+                    traceback.map(|t| format!("\n{t}")).unwrap_or_default()
+                )))
+            }
+            Err(e) => return Err(EnvError::new(format!("{what}: {e}"))),
+        }
+        let Value::Object(map) = &mut value else {
+            return Err(EnvError::new(format!(
+                "{what}: the answer is not a JSON object"
+            )));
+        };
+        message::read_transition(map, &self.spec, &mut self.transition, &mut self.scratch)
+            .map_err(|e| EnvError::new(format!("{what}: the answer breaks the protocol: {e}")))?;
+        Ok(&self.transition)
+    }
+}
+
+impl Env for PyEnv {
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    /// The declared contract, when the env names its fields (as for a child process).
+    fn contract(&self) -> Option<Contract> {
+        let c = &self.contract;
+        let fields = c.fields.clone()?;
+        Contract::new(
+            c.name.clone(),
+            u32::try_from(c.version).ok()?,
+            ProfileName::Python,
+            vec![Layer {
+                name: "state".into(),
+                fields,
+            }],
+        )
+        .ok()
+    }
+
+    fn reset(&mut self, seed: u64, options: &Value) -> Result<&Transition, EnvError> {
+        let options = lockstep_canon::to_vec(options, Profile::Python)
+            .map_err(|e| EnvError::new(format!("reset options: {e}")))?;
+        let options = String::from_utf8(options).expect("canonical JSON is ASCII");
+        self.steps = 0;
+        let text = call(&self.obj, "reset", "reset", |py| {
+            pyo3::types::PyTuple::new(
+                py,
+                [
+                    seed.into_pyobject(py)?.into_any(),
+                    options.into_pyobject(py)?.into_any(),
+                ],
+            )
+        })?;
+        self.transition(&text, &format!("reset (seed {seed})"))
+    }
+
+    fn step(&mut self, actions: &Actions) -> Result<&Transition, EnvError> {
+        message::write_step(&mut self.buf, 0, actions, &self.spec);
+        let request = std::str::from_utf8(&self.buf)
+            .expect("requests are UTF-8")
+            .to_string();
+        let n = self.steps + 1;
+        let what = format!("step {n}");
+        let text = call(&self.obj, &what, "step", |py| {
+            pyo3::types::PyTuple::new(py, [request])
+        })?;
+        self.steps = n;
+        self.transition(&text, &what)
+    }
+
+    fn state(&mut self) -> Result<Value, EnvError> {
+        let text = call(&self.obj, "state", "state", |py| {
+            Ok(pyo3::types::PyTuple::empty(py))
+        })?;
+        let value = parse(&text, "state")?;
+        match message::reply(&value) {
+            Ok(Reply::Ok(map)) => {
+                message::read_state(map).map_err(|e| EnvError::new(format!("state: {e}")))
+            }
+            Ok(Reply::Failed { error, .. }) => Err(EnvError::new(format!("state: {error}"))),
+            Err(e) => Err(EnvError::new(format!("state: {e}"))),
+        }
+    }
+
+    fn close(&mut self) -> Result<(), EnvError> {
+        call(&self.obj, "close", "close", |py| {
+            Ok(pyo3::types::PyTuple::empty(py))
+        })
+        .map(|_| ())
+    }
+}
+
+/// Makes [`PyEnv`]s by calling a zero-argument Python callable that returns an `InProcess`.
+pub struct PyFactory {
+    pub id: String,
+    pub make: Py<PyAny>,
+}
+
+impl EnvFactory for PyFactory {
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn make(&self) -> Result<Box<dyn Env>, EnvError> {
+        let obj = Python::attach(|py| {
+            self.make
+                .bind(py)
+                .call0()
+                .map(Bound::unbind)
+                .map_err(|e| EnvError::new(format!("making {}: {}", self.id, describe(py, &e))))
+        })?;
+        let mut env = PyEnv::new(obj)?;
+        // Traces and goldens name the env as the caller does (a name the Python resolver
+        // makes again), not as the adapter's handshake does.
+        env.spec.id = self.id.clone();
+        Ok(Box::new(env))
+    }
+}

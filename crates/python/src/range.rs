@@ -1,0 +1,192 @@
+//! `RangeCore`: the range (`lockstep_range::RangeEnv`) for `lockstep.range`, stepped from
+//! Python with numpy observations. Names, spaces and shapes all come from the env's own spec,
+//! so the Python side never hard-codes the range's layout.
+
+use std::collections::BTreeMap;
+
+use lockstep::env::{Action, Actions, Env, Transition};
+use lockstep_range::{factory_from_name, RangeEnv};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+use crate::arrays::{int_vector, to_numpy};
+use crate::convert::{serde_to_py, to_py, to_value};
+use crate::errors::{error, Kind};
+
+/// One range env, built from a range env name (`range:SCENARIO[:PRESET][?KEY=VALUE&...]`, the
+/// CLI's names, so `lockstep trace --env NAME` replays the same episodes).
+#[pyclass(module = "lockstep._native")]
+pub struct RangeCore {
+    env: RangeEnv,
+    name: String,
+    /// Agent names as Python strings, made once.
+    agent_names: BTreeMap<String, Py<PyString>>,
+}
+
+#[pymethods]
+impl RangeCore {
+    #[new]
+    fn new(py: Python<'_>, name: &str) -> PyResult<RangeCore> {
+        let factory = match factory_from_name(name) {
+            None => {
+                return Err(error(
+                    Kind::Config,
+                    format!(
+                    "{name:?} is not a range env name (range:SCENARIO[:PRESET][?KEY=VALUE&...])"
+                ),
+                ))
+            }
+            Some(Err(e)) => return Err(error(Kind::Config, format!("env {name:?}: {e}"))),
+            Some(Ok(f)) => f,
+        };
+        let env = factory.build();
+        let agent_names = env
+            .spec()
+            .agents
+            .iter()
+            .map(|a| (a.name.clone(), PyString::intern(py, &a.name).unbind()))
+            .collect();
+        Ok(RangeCore {
+            env,
+            name: name.to_string(),
+            agent_names,
+        })
+    }
+
+    /// The env name this core was built from.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `{"id", "config", "agents": [{"name", "action_space", "observation_space"}]}`, spaces
+    /// in lockstep's JSON form (docs/protocol.md).
+    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let spec = self.env.spec();
+        let out = PyDict::new(py);
+        out.set_item("id", &spec.id)?;
+        out.set_item("config", to_py(py, &spec.config)?)?;
+        out.set_item("agents", serde_to_py(py, &spec.agents)?)?;
+        Ok(out.into_any())
+    }
+
+    /// Starts an episode: `(observations, infos)`, each a dict by agent.
+    #[pyo3(signature = (seed, options = None))]
+    fn reset<'py>(
+        &mut self,
+        py: Python<'py>,
+        seed: u64,
+        options: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let options = match options {
+            Some(o) => to_value(o)?,
+            None => lockstep_canon::Value::Null,
+        };
+        let t = self
+            .env
+            .reset(seed, &options)
+            .map_err(|e| error(Kind::Config, format!("{}: reset: {e}", self.name)))?;
+        let (obs, _, _, _, infos) = render(py, &self.agent_names, t)?;
+        PyTuple::new(py, [obs, infos])
+    }
+
+    /// One step of the live agents: `actions` maps agent names to `[type, target]` (numpy
+    /// integer arrays or sequences). Returns `(observations, rewards, terminations,
+    /// truncations, infos)`.
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        actions: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let mut joint = Actions::new();
+        for (agent, action) in actions.iter() {
+            let name: String = agent.extract()?;
+            let ints = int_vector(&action).map_err(|e| {
+                error(
+                    Kind::Config,
+                    format!("action of {name:?} is not a sequence of integers: {e}"),
+                )
+            })?;
+            joint.insert(name, Action::MultiDiscrete(ints));
+        }
+        let t = self
+            .env
+            .step(&joint)
+            .map_err(|e| error(Kind::Env, format!("{}: step: {e}", self.name)))?;
+        let (obs, rewards, terms, truncs, infos) = render(py, &self.agent_names, t)?;
+        PyTuple::new(py, [obs, rewards, terms, truncs, infos])
+    }
+
+    /// The log lines the last reset or step emitted.
+    fn logs(&self) -> Vec<String> {
+        self.env.transition().logs.clone()
+    }
+
+    /// The whole core state (what the range's reset contract fingerprints), as plain Python.
+    fn state<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let state = self
+            .env
+            .state()
+            .map_err(|e| error(Kind::Env, e.to_string()))?;
+        to_py(py, &state)
+    }
+}
+
+type Rendered<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+);
+
+fn render<'py>(
+    py: Python<'py>,
+    names: &BTreeMap<String, Py<PyString>>,
+    t: &Transition,
+) -> PyResult<Rendered<'py>> {
+    let (obs, rewards, terms, truncs, infos) = (
+        PyDict::new(py),
+        PyDict::new(py),
+        PyDict::new(py),
+        PyDict::new(py),
+        PyDict::new(py),
+    );
+    for (agent, step) in &t.agents {
+        let name = match names.get(agent) {
+            Some(n) => n.bind(py).clone(),
+            None => PyString::new(py, agent),
+        };
+        let o = PyDict::new(py);
+        for (key, array) in &step.obs {
+            o.set_item(PyString::intern(py, key), to_numpy(py, array)?)?;
+        }
+        obs.set_item(&name, o)?;
+        rewards.set_item(&name, step.reward)?;
+        terms.set_item(&name, step.terminated)?;
+        truncs.set_item(&name, step.truncated)?;
+        infos.set_item(&name, to_py(py, &step.info)?)?;
+    }
+    Ok((
+        obs.into_any(),
+        rewards.into_any(),
+        terms.into_any(),
+        truncs.into_any(),
+        infos.into_any(),
+    ))
+}
+
+/// The range's scenario names and preset names, from the Rust side.
+#[pyfunction]
+pub fn range_catalogue() -> (Vec<String>, Vec<String>) {
+    (
+        lockstep_range::scenarios()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        lockstep_range::PRESETS
+            .iter()
+            .map(|p| p.to_string())
+            .collect(),
+    )
+}

@@ -1,0 +1,140 @@
+"""lockstep: prove or disprove "fixed seed, same episode" for agent and RL environments.
+
+The Rust core (the same code as the ``lockstep`` command line) runs inside this package, so a
+fingerprint, a diff, a trace or a check computed here has the CLI's bytes and verdicts::
+
+    import lockstep
+    lockstep.fingerprint({"seed": 0, "cache": None})       # == hashlib.sha256(json.dumps(...))
+    report = lockstep.check("CartPole-v1", seeds=range(3), steps=50)
+    assert report.passed, report.failures
+    env = lockstep.range.parallel_env("ransomware", preset="easy")   # a PettingZoo ParallelEnv
+
+The API is documented in docs/python.md.
+"""
+
+from typing import Any, Iterable, Optional, Sequence
+
+from . import _native
+from ._diff import MISSING, Change, Diff, diff
+from ._envs import resolve as _resolve
+from ._errors import CanonicalError, ConfigError, EnvError, GoldenError, LockstepError
+from ._report import Report
+
+__version__ = _native.__version__
+
+PROFILES = ("python", "python-strict", "jcs")
+
+
+def canonical(obj: Any, profile: str = "python") -> bytes:
+    """The canonical JSON bytes of ``obj``.
+
+    ``profile="python"`` gives exactly ``json.dumps(obj, sort_keys=True, separators=(",",
+    ":")).encode()`` for every value ``json.dumps`` accepts with ``str`` keys: dicts, lists,
+    tuples, ``str``, ``int`` of any size, ``float`` (NaN and infinities written as Python
+    writes them), ``bool``, ``None`` and their subclasses. ``"python-strict"`` refuses NaN and
+    infinities (``allow_nan=False``); ``"jcs"`` is RFC 8785.
+
+    Raises :class:`CanonicalError` (a ``ValueError``), naming the JSON Pointer, for what has no
+    canonical form: numpy scalars other than ``numpy.float64`` and numpy arrays (``json.dumps``
+    refuses them too; convert with ``.item()`` / ``.tolist()``), dict keys that are not ``str``
+    (``json.dumps`` sorts those in Python order, not as text), lone surrogates, and under
+    ``jcs`` NaN, infinities and integers a double cannot hold exactly.
+    """
+    return _native.canonical(obj, profile)
+
+
+def fingerprint(obj: Any, profile: str = "python") -> str:
+    """The SHA-256 of :func:`canonical` bytes, 64 lowercase hex digits.
+
+    With the ``python`` profile this equals ``hashlib.sha256(json.dumps(obj, sort_keys=True,
+    separators=(",", ":")).encode()).hexdigest()``, and ``lockstep fingerprint`` on the same
+    JSON. Raises :class:`CanonicalError` as :func:`canonical` does.
+    """
+    return _native.fingerprint(obj, profile)
+
+
+CHECKS = ("same", "other", "interleaved", "process", "parallel")
+
+
+def check(
+    env,
+    seeds: Iterable[int] = range(5),
+    steps: int = 200,
+    checks: Optional[Sequence[str]] = None,
+    contract: Optional[dict] = None,
+) -> Report:
+    """Runs ``lockstep check`` on a Python env, in this process: the reset-contract audit and
+    the replay checks, with the CLI's verdicts and report.
+
+    ``env`` is a zero-argument callable returning a Gymnasium env or a PettingZoo env (parallel
+    or AEC), a ``"module:function"`` string, a Gymnasium id or a range name. ``checks``
+    defaults to all of :data:`CHECKS`: ``same`` (three rollouts of a seed on one instance),
+    ``other`` (the next seed differs), ``interleaved`` and ``parallel`` (several instances in
+    this interpreter, stepped alternately and on threads, so module-global and class-level
+    state shared between instances shows), and ``process`` (the rollout in a fresh interpreter,
+    through ``python -m lockstep_adapter``). The process check needs the env importable by
+    name; for a lambda or a local function it is skipped, with the reason in
+    ``Report.skipped``, and never counted as passed. ``contract`` overrides the declared reset
+    contract: ``{"name", "version", "fields"}`` (docs/protocol.md).
+    """
+    source = _resolve(env, contract)
+    wanted = list(CHECKS if checks is None else checks)
+    for name in wanted:
+        if name not in CHECKS:
+            raise ConfigError(f"unknown check {name!r}; known: {', '.join(CHECKS)}")
+    skipped = {}
+    if "process" in wanted and source.argv is None:
+        skipped["process"] = source.skip_reason
+        wanted.remove("process")
+    native = _native.check(
+        source.make,
+        source.env_id,
+        [int(s) for s in seeds],
+        int(steps),
+        wanted,
+        source.argv,
+        source.child_env,
+    )
+    return Report(native, skipped)
+
+
+def assert_reproducible(env, seeds: Iterable[int] = range(3), steps: int = 100, checks=None, contract=None) -> Report:
+    """:func:`check` for pytest: raises ``AssertionError`` with the terminal explanation
+    (reset-contract diff, first divergence: step, agent, key, element, both values) when any
+    check fails; returns the report otherwise."""
+    report = check(env, seeds=seeds, steps=steps, checks=checks, contract=contract)
+    if not report.passed:
+        raise AssertionError(f"{report.data['params']['envs'][0]} is not reproducible:\n" + "\n\n".join(report.failures))
+    return report
+
+
+def trace(env, seed: int = 0, steps: int = 100) -> str:
+    """The episode digest (hex) of one rollout with lockstep's seeded actions: what
+    ``lockstep trace --env NAME --seed S --steps N`` prints for the same env."""
+    source = _resolve(env)
+    return _native.trace(source.make, source.env_id, int(seed), int(steps))
+
+
+from . import golden, range  # noqa: E402 - they import the names above
+
+__all__ = [
+    "CHECKS",
+    "Report",
+    "assert_reproducible",
+    "check",
+    "golden",
+    "range",
+    "trace",
+    "PROFILES",
+    "MISSING",
+    "Change",
+    "Diff",
+    "canonical",
+    "diff",
+    "fingerprint",
+    "LockstepError",
+    "CanonicalError",
+    "ConfigError",
+    "EnvError",
+    "GoldenError",
+]

@@ -1,0 +1,144 @@
+import json
+
+import gymnasium
+import pytest
+
+import faulty_envs
+import lockstep
+
+
+def failing_checks(report):
+    return sorted({c["check"] for t in report.trials for c in t["checks"] if not c["passed"]})
+
+
+def test_cartpole_passes_every_check_including_a_fresh_interpreter():
+    report = lockstep.check("CartPole-v1", seeds=range(2), steps=60)
+    assert report.passed, report.summary()
+    assert report.skipped == {}
+    assert report.data["params"]["checks"] == list(lockstep.CHECKS)
+    assert all(len(t["checks"]) == 5 for t in report.trials)
+
+
+def test_a_process_global_rng_seeded_at_reset_is_caught():
+    report = lockstep.check(faulty_envs.global_rng, seeds=range(2), steps=30)
+    assert not report.passed
+    assert "interleaved" in failing_checks(report)
+    text = "\n".join(report.failures)
+    assert "interleaved check" in text and "step 1" in text, text
+
+
+def test_a_class_level_cache_shared_by_instances_is_caught():
+    report = lockstep.check("faulty_envs:shared_cache", seeds=range(2), steps=20)
+    assert not report.passed
+    assert {"same", "interleaved"} <= set(failing_checks(report)), report.summary()
+    assert "cached" in "\n".join(report.failures)
+
+
+def test_a_reset_that_keeps_state_is_caught():
+    report = lockstep.check(faulty_envs.leaky_reset, seeds=range(2), steps=20, checks=["same", "other"])
+    assert not report.passed
+    assert failing_checks(report) == ["same"]
+    assert "visits" in "\n".join(report.failures)
+
+
+def test_a_lambda_skips_the_process_check_with_the_reason_and_never_passes_it():
+    report = lockstep.check(lambda: gymnasium.make("CartPole-v1"), seeds=range(1), steps=20)
+    assert report.passed
+    assert "lambda" in report.skipped["process"]
+    assert "process" not in report.data["params"]["checks"]
+    assert all(c["check"] != "process" for t in report.trials for c in t["checks"])
+    assert "SKIPPED process check" in report.summary()
+
+
+def test_assert_reproducible_raises_a_readable_assertion():
+    with pytest.raises(AssertionError) as info:
+        lockstep.assert_reproducible(faulty_envs.global_rng, seeds=range(1), steps=10)
+    message = str(info.value)
+    assert "faulty_envs:global_rng is not reproducible" in message
+    assert "FAIL faulty_envs:global_rng seed 0" in message
+    assert "step 1" in message and "obs" in message, message
+    assert lockstep.assert_reproducible(faulty_envs.good, seeds=range(1), steps=10).passed
+
+
+def test_report_json_and_html_are_the_cli_format(tmp_path):
+    report = lockstep.check(faulty_envs.good, seeds=range(2), steps=10, checks=["same", "other"])
+    report.write(tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data == json.loads(report.to_json())
+    assert data["schema"] == "lockstep-report/1" and data["passed"] is True
+    assert (tmp_path / "out" / "report.html").read_text().startswith("<!")
+    import jsonschema
+
+    schema_path = lockstep_repo() / "docs" / "report.schema.json"
+    jsonschema.validate(data, json.loads(schema_path.read_text()))
+
+
+def lockstep_repo():
+    import pathlib
+
+    return pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_bad_arguments_are_config_errors():
+    with pytest.raises(lockstep.ConfigError, match="unknown check"):
+        lockstep.check(faulty_envs.good, checks=["bogus"])
+    with pytest.raises(lockstep.ConfigError, match="fresh env"):
+        lockstep.check(faulty_envs.good())
+
+
+def test_an_env_that_raises_is_an_error_in_the_report_not_a_pass():
+    def broken():
+        raise ValueError("no env today")
+
+    report = lockstep.check(broken, seeds=range(1), steps=5, checks=["same"])
+    assert not report.passed
+    assert "no env today" in report.trials[0]["error"]
+
+
+def test_goldens_record_and_verify(tmp_path):
+    path = tmp_path / "cartpole.golden.json"
+    episode = lockstep.golden.record("CartPole-v1", path, seed=3, steps=30)
+    assert len(episode) == 64
+    assert lockstep.golden.verify(path).passed
+    with pytest.raises(lockstep.GoldenError, match="already exists"):
+        lockstep.golden.record("CartPole-v1", path, seed=3, steps=30)
+    drifted = lockstep.golden.verify(path, env=faulty_envs.good)
+    assert not drifted.passed and "step 0" in drifted.summary, drifted.summary
+
+
+def test_trace_of_a_gymnasium_env_equals_the_cli_through_the_adapter(cli):
+    import os
+    import sys
+
+    here = lockstep.trace("CartPole-v1", seed=4, steps=50)
+    python_dir = str(lockstep_repo() / "python")
+    env = dict(os.environ, PYTHONPATH=python_dir)
+    import subprocess
+
+    out = subprocess.run(
+        [cli.path, "trace", "--seed", "4", "--steps", "50", "--cmd", "--", sys.executable, "-m", "lockstep_adapter", "gymnasium", "CartPole-v1"],
+        capture_output=True, env=env, check=True,
+    )
+    assert out.stdout.decode().strip() == here
+
+
+def test_a_pettingzoo_aec_env_is_checked_as_parallel_in_both_processes():
+    report = lockstep.check("mpe2.simple_spread_v3:env", seeds=range(1), steps=20)
+    assert report.passed, report.summary()
+    assert report.skipped == {}
+
+
+def test_a_class_is_a_factory_and_importable_by_name():
+    report = lockstep.check(faulty_envs.GlobalRng, seeds=range(1), steps=10, checks=["interleaved", "process"])
+    assert report.data["params"]["envs"] == ["faulty_envs:GlobalRng"]
+    assert failing_checks(report) == ["interleaved"]
+
+
+def test_a_contract_overrides_the_declared_one():
+    declared = lockstep.check("CartPole-v1", seeds=range(1), steps=10, checks=["same"])
+    assert declared.passed
+    narrow = {"name": "mine", "version": 3, "fields": ["np_random"]}
+    report = lockstep.check("CartPole-v1", seeds=range(1), steps=10, checks=["same"], contract=narrow)
+    assert not report.passed
+    assert report.trials[0]["audit"]["unexpected"] == ["/action_space_rng"]
+    assert "unexpected field /action_space_rng" in report.failures[0]
