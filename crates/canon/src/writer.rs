@@ -358,7 +358,7 @@ mod tests {
     #[test]
     fn issue9_a_refused_huge_integer_is_cut_in_the_error() {
         let digits = "7".repeat(100_000);
-        let v = Value::Number(Number::BigInt(digits));
+        let v = Value::Number(Number::BigInt(digits.into()));
         let err = crate::to_vec(&v, crate::Profile::Jcs).unwrap_err();
         assert!(err.message.len() < 200, "{}", err.message);
         assert!(err.message.contains("(100000 digits)"), "{}", err.message);

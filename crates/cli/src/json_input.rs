@@ -38,6 +38,13 @@ fn read_limited(reader: impl Read, label: &str) -> anyhow::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The bytes of the file at `path`, within the input limit.
+pub fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let label = path.display().to_string();
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {label}"))?;
+    read_limited(file, &label)
+}
+
 /// How errors name the input: its path, or `<stdin>` for `-` or no path.
 pub fn input_label(input: Option<&PathBuf>) -> String {
     match input {

@@ -14,6 +14,24 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Reads the file at `path`, refusing one larger than `limit` bytes (an error of kind
+/// `InvalidData` naming the limit). Files lockstep reads back (goldens, reports) go through
+/// this, so that a wrong path such as /dev/zero cannot fill the memory.
+pub fn read_limited(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than the limit of {limit} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Temporaries older than this are a killed writer's leftovers.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
 

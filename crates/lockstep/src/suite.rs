@@ -313,7 +313,60 @@ pub fn verify_golden(path: &Path, resolve: &Resolver<'_>) -> (GoldenOutcome, boo
     (outcome, false)
 }
 
-/// The report carries plain JSON; NaN (never in our own records) would become null.
+/// The report carries plain JSON (serde_json's model). What that model cannot hold is kept as
+/// text rather than dropping the whole value: an integer beyond 64 bits (a numpy RNG state in
+/// an env's state) as its decimal digits, a NaN or infinity as `NaN`, `Infinity`, `-Infinity`.
+/// (Before, one such number turned a whole audit detail into `null`.)
 fn json(v: &Value) -> serde_json::Value {
-    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+    use lockstep_canon::Number;
+    use serde_json::Value as J;
+    match v {
+        Value::Null => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Number(Number::Int(i)) => J::from(*i),
+        Value::Number(Number::BigInt(digits)) => digits
+            .parse::<u64>()
+            .map(J::from)
+            .unwrap_or_else(|_| J::String(digits.to_string())),
+        Value::Number(Number::Float(f)) => serde_json::Number::from_f64(*f)
+            .map(J::Number)
+            .unwrap_or_else(|| {
+                J::String(
+                    if f.is_nan() {
+                        "NaN"
+                    } else if *f > 0.0 {
+                        "Infinity"
+                    } else {
+                        "-Infinity"
+                    }
+                    .into(),
+                )
+            }),
+        Value::String(s) => J::String(s.clone()),
+        Value::Array(items) => J::Array(items.iter().map(json).collect()),
+        Value::Object(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), json(v))).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found while building the Python package: a state holding a 128-bit integer made the
+    /// whole audit detail `null` in report.json.
+    #[test]
+    fn big_integers_and_non_finite_floats_survive_into_the_report() {
+        let v = lockstep_canon::parse_with(
+            b"{\"state\": [340282366920938463463374607431768211455, 7, NaN, 1.5]}",
+            &lockstep_canon::ParseOptions {
+                allow_nan: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            json(&v),
+            serde_json::json!({"state": ["340282366920938463463374607431768211455", 7, "NaN", 1.5]})
+        );
+    }
 }

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use lockstep::report::{merge, Report};
 
 #[derive(clap::Args)]
@@ -31,7 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut parsed = Vec::with_capacity(reports.len());
             for path in &reports {
                 let name = path.display().to_string();
-                let bytes = std::fs::read(path).with_context(|| format!("cannot read {name}"))?;
+                let bytes = crate::json_input::read_bytes(path)?;
                 parsed.push((name.clone(), Report::from_json(&bytes, &name)?));
             }
             let merged = merge(parsed)?;

@@ -25,6 +25,10 @@ use crate::trace::{self, Digest, End, RolloutOptions, StepDigest, TraceError};
 /// Version of the golden file format written: v1 plus a seal over the whole content.
 pub const FORMAT: &str = "lockstep/golden/v2";
 
+/// The largest golden file read (a million steps of a 4-agent env is about 1 GiB): the limit
+/// is what makes a wrong path like /dev/zero an error instead of an exhausted memory.
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
+
 /// The first format, still read (without a seal: edits outside the digests cannot be seen);
 /// an update rewrites it as [`FORMAT`].
 pub const FORMAT_V1: &str = "lockstep/golden/v1";
@@ -322,9 +326,11 @@ pub fn update(
 impl Golden {
     /// Reads and validates a golden file.
     pub fn load(path: &Path) -> Result<Golden, GoldenError> {
-        let bytes = std::fs::read(path).map_err(|cause| GoldenError::Io {
-            path: path.into(),
-            cause,
+        let bytes = crate::atomic_file::read_limited(path, MAX_FILE_BYTES).map_err(|cause| {
+            GoldenError::Io {
+                path: path.into(),
+                cause,
+            }
         })?;
         Golden::from_slice(&bytes, path)
     }
