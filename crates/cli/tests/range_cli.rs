@@ -175,3 +175,73 @@ fn range_run_trace_equals_lockstep_trace() {
     assert!(trace.status.success());
     assert_eq!(String::from_utf8(trace.stdout).unwrap().trim(), from_run);
 }
+
+#[test]
+fn actions_json_lists_the_originals_ids() {
+    let o = lockstep(&["range", "actions", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut got = std::collections::BTreeMap::new();
+    for line in stdout(&o).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect(line);
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["duration", "id", "mitre", "name", "team"], "{line}");
+        assert!(v["duration"].as_f64().unwrap() >= 1.0, "{line}");
+        let key = (
+            v["team"].as_str().unwrap().to_string(),
+            v["id"].as_u64().unwrap(),
+        );
+        let name = v["name"].as_str().unwrap().to_string();
+        assert!(got.insert(key, name).is_none(), "duplicate id: {line}");
+    }
+    // NetForge_RL's ids and names for every action the two share (issue 15).
+    let shared = [
+        ("red", 0, "ExploitRemoteService"),
+        ("red", 1, "PrivilegeEscalate"),
+        ("red", 2, "DiscoverNetworkServices"),
+        ("red", 3, "ExploitBlueKeep"),
+        ("red", 4, "ExploitEternalBlue"),
+        ("red", 5, "ExploitHTTP_RFI"),
+        ("red", 6, "JuicyPotato"),
+        ("red", 7, "DumpLSASS"),
+        ("red", 8, "PassTheTicket"),
+        ("red", 9, "PassTheHash"),
+        ("red", 10, "V4L2KernelExploit"),
+        ("red", 11, "Impact"),
+        ("red", 12, "KillProcess"),
+        ("red", 13, "ExfiltrateData"),
+        ("red", 15, "DiscoverRemoteSystems"),
+        ("red", 20, "OverloadPLC"),
+        ("red", 21, "SpearPhishing"),
+        ("blue", 0, "IsolateHost"),
+        ("blue", 1, "RestoreHost"),
+        ("blue", 2, "Monitor"),
+        ("blue", 3, "Analyze"),
+        ("blue", 4, "Remove"),
+        ("blue", 5, "RestoreFromBackup"),
+        ("blue", 6, "ConfigureACL"),
+        ("blue", 7, "SecurityAwarenessTraining"),
+        ("blue", 8, "DeployEDR"),
+        ("blue", 9, "DeployDecoy"),
+        ("blue", 10, "DecoyApache"),
+        ("blue", 11, "DecoySSHD"),
+        ("blue", 12, "DecoyTomcat"),
+        ("blue", 13, "Misinform"),
+        ("blue", 14, "DeployHoneytoken"),
+        ("blue", 15, "RotateKerberos"),
+    ];
+    for (team, id, name) in shared {
+        assert_eq!(
+            got.get(&(team.to_string(), id)).map(String::as_str),
+            Some(name),
+            "{team} {id}"
+        );
+    }
+    // The no-op is on an id the original leaves unused for both teams.
+    assert_eq!(got[&("red".to_string(), 31)], "Sleep");
+    assert_eq!(got[&("blue".to_string(), 31)], "Sleep");
+    // The plain listing has the same entries.
+    let plain = lockstep(&["range", "actions"]);
+    assert!(plain.status.success());
+    assert_eq!(stdout(&plain).lines().count(), got.len());
+}

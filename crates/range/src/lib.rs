@@ -47,6 +47,16 @@ pub use rng::Rng;
 pub use sampler::{scripted_action, ActionSampler};
 pub use sim::{reset, step, AgentAction, JointAction, State};
 
+/// The version of the range's dynamics. For a given version, `(scenario, params, seed,
+/// actions)` determines every output to the bit; a value-breaking change to the dynamics,
+/// catalogue or observations bumps it (docs/stability.md). Every range env's spec config
+/// carries it as `range_version`.
+///
+/// - 1: the first range (2026-11-30).
+/// - 2: NetForge_RL's action ids and names, the actions it lacked, the action-cost term,
+///   decoys on their own stream, `node_features` (issue 15).
+pub const RANGE_VERSION: u32 = 2;
+
 /// Agents, sorted by name (the order of every per-agent array in the core).
 pub const AGENTS: [&str; N_AGENTS] = [
     "blue_dmz",

@@ -26,7 +26,8 @@ pub struct LogLine {
     /// Host slot the line is about.
     pub host: u16,
     pub subnet: u8,
-    /// 0 benign (green, background); otherwise the red action type that caused it.
+    /// 0 benign (green, background, incidents); otherwise 1 + the red action type that caused
+    /// it (red type 0 is an action).
     pub source: u8,
     pub text: String,
     /// The hashed tokens: bucket in the low 7 bits, sign in the top bit. Derived from `text`
@@ -126,15 +127,10 @@ const fn fl(
     }
 }
 
-/// Flavours of red actions, by action type (index 0 unused).
-pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
-    fl(
-        &[(SysmonDns22, 1.0)],
-        "svchost.exe",
-        "svchost.exe -k netsvcs",
-        53,
-    ),
-    fl(
+/// Flavours of red actions, by action type (unused ids and Sleep never write a line).
+pub const RED_FLAVOR: [Flavor; 32] = {
+    let mut t = [QUIET; 32];
+    t[R_DISCOVERY] = fl(
         &[
             (SysmonDns22, 0.5),
             (SysmonNetwork3, 0.3),
@@ -143,14 +139,14 @@ pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
         "nltest.exe",
         "nltest.exe /dclist",
         389,
-    ),
-    fl(
+    );
+    t[R_SCAN] = fl(
         &[(SysmonNetwork3, 0.8), (LogonFailed4625, 0.2)],
         "nmap.exe",
         "nmap.exe -sS -p- --open",
         445,
-    ),
-    fl(
+    );
+    t[R_ETERNAL_BLUE] = fl(
         &[
             (Logon4624, 0.3),
             (SysmonProcess1, 0.3),
@@ -160,8 +156,8 @@ pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
         "rundll32.exe",
         "rundll32.exe payload.dll,Start",
         445,
-    ),
-    fl(
+    );
+    t[R_BLUE_KEEP] = fl(
         &[
             (Logon4624, 0.3),
             (SysmonProcess1, 0.3),
@@ -171,8 +167,8 @@ pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
         "rundll32.exe",
         "rundll32.exe termdd_exp.dll",
         3389,
-    ),
-    fl(
+    );
+    t[R_HTTP_RFI] = fl(
         &[
             (SysmonProcess1, 0.4),
             (SysmonNetwork3, 0.4),
@@ -181,8 +177,8 @@ pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
         "w3wp.exe",
         "w3wp.exe -> powershell.exe -enc SQBFAFgA",
         80,
-    ),
-    fl(
+    );
+    t[R_REMOTE_SERVICE] = fl(
         &[
             (Logon4624, 0.4),
             (LogonFailed4625, 0.3),
@@ -191,20 +187,20 @@ pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
         "powershell.exe",
         "powershell.exe -enc JABjAGwA",
         5985,
-    ),
-    fl(
+    );
+    t[R_PRIV_ESC] = fl(
         &[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)],
         "whoami.exe",
         "whoami.exe /priv",
         0,
-    ),
-    fl(
+    );
+    t[R_DUMP_LSASS] = fl(
         &[(SysmonProcessAccess10, 0.8), (ProcessCreate4688, 0.2)],
         "mimikatz.exe",
         "procdump.exe -ma lsass.exe",
         0,
-    ),
-    fl(
+    );
+    t[R_PASS_THE_TICKET] = fl(
         &[
             (KerberosTgt4768, 0.5),
             (ExplicitCreds4648, 0.3),
@@ -213,8 +209,8 @@ pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
         "Rubeus.exe",
         "Rubeus.exe ptt /ticket:doIF",
         88,
-    ),
-    fl(
+    );
+    t[R_LATERAL_SMB] = fl(
         &[
             (ExplicitCreds4648, 0.4),
             (Logon4624, 0.3),
@@ -223,62 +219,100 @@ pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
         "PSEXESVC.exe",
         "PsExec.exe \\\\target -s cmd.exe",
         445,
-    ),
-    fl(
+    );
+    t[R_PHISHING] = fl(
         &[(SysmonProcess1, 0.5), (SysmonDns22, 0.5)],
         "WINWORD.EXE",
         "WINWORD.EXE invoice.docm -> powershell.exe",
         443,
-    ),
-    fl(
+    );
+    t[R_PERSISTENCE] = fl(
         &[(ProcessCreate4688, 0.6), (SysmonProcess1, 0.4)],
         "schtasks.exe",
         "schtasks.exe /create /sc minute /tn updater",
         0,
-    ),
-    fl(
+    );
+    t[R_CLEAR_LOGS] = fl(
         &[(ProcessCreate4688, 1.0)],
         "wevtutil.exe",
         "wevtutil.exe cl Security",
         0,
-    ),
-    fl(
+    );
+    t[R_EXFILTRATE] = fl(
         &[(SysmonNetwork3, 0.6), (SysmonDns22, 0.4)],
         "rclone.exe",
         "rclone.exe copy C:\\data remote:drop",
         443,
-    ),
-    fl(
+    );
+    t[R_RANSOMWARE] = fl(
         &[(SysmonProcess1, 0.7), (ProcessCreate4688, 0.3)],
         "vssadmin.exe",
         "vssadmin.exe delete shadows /all /quiet",
         0,
-    ),
-    fl(
+    );
+    t[R_KINETIC] = fl(
         &[(SysmonNetwork3, 1.0)],
         "modbus_write.exe",
         "modbus_write.exe --register 40001 --force",
         502,
-    ),
-    fl(
+    );
+    t[R_KERBEROAST] = fl(
         &[(KerberosTgt4768, 0.7), (CredValidation4776, 0.3)],
         "Rubeus.exe",
         "Rubeus.exe kerberoast /outfile:h.txt",
         88,
-    ),
-    fl(
+    );
+    t[R_KILL_PROCESS] = fl(
         &[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)],
         "sc.exe",
         "sc.exe stop SenseService",
         0,
-    ),
-    fl(
+    );
+    t[R_PROCESS_INJECTION] = fl(
         &[(SysmonProcessAccess10, 0.7), (SysmonProcess1, 0.3)],
         "rundll32.exe",
         "rundll32.exe shell32.dll,Control_RunDLL",
         0,
-    ),
-];
+    );
+    t[R_JUICY_POTATO] = fl(
+        &[(SysmonProcess1, 0.5), (ProcessCreate4688, 0.5)],
+        "JuicyPotato.exe",
+        "JuicyPotato.exe -l 1337 -p cmd.exe -t *",
+        135,
+    );
+    t[R_PASS_THE_HASH] = fl(
+        &[
+            (ExplicitCreds4648, 0.4),
+            (Logon4624, 0.4),
+            (CredValidation4776, 0.2),
+        ],
+        "mimikatz.exe",
+        "mimikatz.exe sekurlsa::pth /user:Administrator /ntlm:31d6cfe0",
+        445,
+    );
+    t[R_V4L2] = fl(
+        &[(SysmonProcess1, 1.0)],
+        "v4l2_exp",
+        "./v4l2_exp --spray /dev/video0",
+        0,
+    );
+    t[R_NETWORK_SCAN] = fl(
+        &[(SysmonNetwork3, 0.9), (SysmonDns22, 0.1)],
+        "nmap.exe",
+        "nmap.exe -sV --top-ports 100 -iL subnet.txt",
+        445,
+    );
+    t[R_IP_FRAGMENTATION] = fl(
+        &[(SysmonNetwork3, 1.0)],
+        "fragroute.exe",
+        "fragroute.exe -f frag.conf",
+        4444,
+    );
+    t
+};
+
+/// The flavour of ids that never write a line.
+const QUIET: Flavor = fl(&[(SysmonDns22, 1.0)], "", "", 0);
 
 /// Benign activity (green agent and background noise).
 const BENIGN_TEMPLATES: &[(Template, f64)] = &[

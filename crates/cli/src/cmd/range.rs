@@ -23,6 +23,16 @@ enum Command {
     Run(RunArgs),
     /// Step with seeded random valid actions and print env-steps per second (last line).
     Bench(BenchArgs),
+    /// Print the action catalogue: every id each team uses, with its name, technique and
+    /// mean duration in ticks.
+    Actions(ActionsArgs),
+}
+
+#[derive(clap::Args)]
+struct ActionsArgs {
+    /// One JSON object per line: {"team","id","name","mitre","duration"}.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +84,48 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Run(a) => run_episodes(a),
         Command::Bench(a) => bench(a),
+        Command::Actions(a) => actions(a),
     }
+}
+
+/// One catalogue entry as `range actions --json` prints it.
+#[derive(serde::Serialize)]
+struct CatalogueEntry {
+    team: &'static str,
+    id: usize,
+    name: &'static str,
+    mitre: &'static str,
+    duration: f64,
+}
+
+fn actions(a: ActionsArgs) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for (team, kinds) in [
+        ("red", &lockstep_range::actions::RED),
+        ("blue", &lockstep_range::actions::BLUE),
+    ] {
+        for (id, k) in kinds.iter().enumerate().filter(|(_, k)| k.used()) {
+            let e = CatalogueEntry {
+                team,
+                id,
+                name: k.name,
+                mitre: k.technique,
+                duration: k.duration,
+            };
+            if a.json {
+                writeln!(out, "{}", serde_json::to_string(&e)?)?;
+            } else {
+                writeln!(
+                    out,
+                    "{:<4} {:>2}  {:<26} {:<10} {}",
+                    e.team, e.id, e.name, e.mitre, e.duration
+                )?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn params_for(scenario: &str, preset: Option<&str>) -> anyhow::Result<Params> {

@@ -5,7 +5,7 @@ use crate::params::Params;
 use crate::topology;
 
 use super::events::Events;
-use super::state::{State, BLUE_SUBNETS, DECOY_SUBNET};
+use super::state::{State, BLUE_SUBNETS, DECOY_SUBNET, MAX_TRAININGS};
 
 pub(super) fn detect(state: &mut State, target: usize) {
     let h = &mut state.hosts[target];
@@ -32,14 +32,14 @@ pub(super) fn complete_blue(
     ev: &mut Events,
 ) {
     let now = state.tick;
-    if kind == B_RESTORE {
+    if kind == B_RESTORE_BACKUP {
         // The rebuild ends whatever happened meanwhile (the host may have migrated away).
         state.hosts[target].restoring = false;
     }
     let own = BLUE_SUBNETS[agent] & (1 << state.hosts[target].subnet) != 0;
-    if kind == B_DEPLOY_DECOY {
+    if is_decoy_deploy(kind) {
         if !state.hosts[target].active {
-            deploy_decoy(state, params, agent, target);
+            deploy_decoy(state, params, agent, kind, target);
         }
         return;
     }
@@ -77,7 +77,7 @@ pub(super) fn complete_blue(
                 state.metrics.false_positives[agent] += 1;
             }
         }
-        B_RESTORE => {
+        B_RESTORE_BACKUP => {
             if state.hosts[target].privilege > 0 {
                 contain(state, target);
             }
@@ -96,6 +96,7 @@ pub(super) fn complete_blue(
             h.honeytoken = false;
             h.stealth_until = 0;
             h.quiet_until = 0;
+            h.misinformed = false;
             state.metrics.services_restored[agent] += 1;
         }
         B_DEPLOY_EDR => state.hosts[target].edr = true,
@@ -107,11 +108,25 @@ pub(super) fn complete_blue(
             }
         }
         B_BLOCK => state.hosts[target].blocked = true,
-        B_RECONNECT => {
+        B_RESTORE_HOST => {
+            // Back on the network, red's session dropped (the original's RestoreHost clears
+            // the privilege too); persistence and encryption stay until RestoreFromBackup.
+            if state.hosts[target].privilege > 0 {
+                contain(state, target);
+            }
             let h = &mut state.hosts[target];
             h.isolated = false;
             h.blocked = false;
+            h.privilege = 0;
+            h.compromised_at = None;
+            h.detected = false;
         }
+        B_CONFIGURE_ACL => state.acl_smb |= 1 << state.hosts[target].subnet,
+        B_AWARENESS => {
+            let n = &mut state.awareness[state.hosts[target].subnet as usize];
+            *n = (*n + 1).min(MAX_TRAININGS);
+        }
+        B_MISINFORM => state.hosts[target].misinformed = true,
         B_PATCH => {
             let h = &mut state.hosts[target];
             if let Some(s) = h
@@ -136,7 +151,7 @@ pub(super) fn complete_blue(
                 }
             }
         }
-        B_KILL_PROCESS => {
+        B_REMOVE => {
             let h = &state.hosts[target];
             if h.privilege == 1 {
                 let p = if h.persistent { 0.2 } else { 0.9 };
@@ -159,16 +174,32 @@ pub(super) fn complete_blue(
     }
 }
 
-pub(super) fn deploy_decoy(state: &mut State, params: &Params, agent: usize, slot: usize) {
+/// Activates free slot `slot` as a honeypot on the agent's decoy subnet, from the `decoy`
+/// stream. The generic decoy looks like the juiciest target there, a legacy Windows server
+/// with critical SMB and RDP; the typed ones are an Apache web server (Linux, HTTP), an SSH
+/// daemon (Linux, SSH) and a Tomcat server (Windows, HTTP and HTTPS).
+pub(super) fn deploy_decoy(
+    state: &mut State,
+    params: &Params,
+    agent: usize,
+    kind: usize,
+    slot: usize,
+) {
     let subnet = DECOY_SUBNET[agent];
-    if let Some(mut h) = topology::make_host(&state.hosts, subnet, params, &mut state.rng.churn) {
-        // A honeypot looks like the juiciest target on the subnet: a legacy Windows server
-        // with critical SMB and RDP.
+    if let Some(mut h) = topology::make_host(&state.hosts, subnet, params, &mut state.rng.decoy) {
+        let (os, services): (u8, &[u8]) = match kind {
+            B_DECOY_APACHE => (topology::OS_LINUX, &[2]),
+            B_DECOY_SSHD => (topology::OS_LINUX, &[4]),
+            B_DECOY_TOMCAT => (topology::OS_WIN10, &[2, 3]),
+            _ => (topology::OS_LEGACY, &[0, 1]),
+        };
         h.decoy = true;
         h.plc = false;
-        h.os = topology::OS_LEGACY;
-        h.services = [0u8, 1]
-            .into_iter()
+        h.dc = false;
+        h.os = os;
+        h.services = services
+            .iter()
+            .copied()
             .map(|kind| topology::Service {
                 kind,
                 cvss: 9.8,

@@ -12,5 +12,8 @@ pub(super) struct Events {
     pub(super) false_positive: [u32; 3],
     pub(super) infected_isolated: u32,
     pub(super) persistence_ticks: u32,
-    pub(super) packets: Vec<(u16, u16, u16, u8)>,
+    /// Red's packets: source slot, destination slot, port.
+    pub(super) packets: Vec<(u16, u16, u16)>,
+    /// Energy each agent paid for the action it started this step (the action-cost term).
+    pub(super) cost: [f64; crate::N_AGENTS],
 }

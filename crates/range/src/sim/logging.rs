@@ -54,7 +54,7 @@ pub(super) fn release_logs(state: &mut State, params: &Params) {
         if line.source != 0 {
             for (b, subs) in BLUE_SUBNETS.iter().enumerate() {
                 if subs & (1 << line.subnet) != 0 {
-                    state.metrics.seen_techniques[b] |= 1 << line.source;
+                    state.metrics.seen_techniques[b] |= 1 << (line.source - 1);
                 }
             }
         }

@@ -62,6 +62,8 @@ pub fn reset(seed: u64, params: &Params) -> State {
             Vec::new()
         },
         decoys_deployed: [0; 3],
+        acl_smb: 0,
+        awareness: [0; 6],
         metrics: Metrics::default(),
         rng: Streams {
             topology: topo,
@@ -71,6 +73,7 @@ pub fn reset(seed: u64, params: &Params) -> State {
             green: Rng::new(seed, "green"),
             physics: Rng::new(seed, "physics"),
             churn: Rng::new(seed, "churn"),
+            decoy: Rng::new(seed, "decoy"),
             pcap: Rng::new(seed, "pcap"),
         },
         last: StepOut {

@@ -16,13 +16,13 @@ pub(super) fn synth_pcap(state: &mut State, params: &Params, ev: &Events) {
     for p in 0..PCAP_PACKETS {
         let row = &mut state.pcap[p * PCAP_FEATURES..(p + 1) * PCAP_FEATURES];
         row.fill(0.0);
-        let (src, dst, port, kind) = match ev.packets.get(p) {
-            Some(&(s, d, port, k)) => (s as usize, d as usize, port, k),
+        let (src, dst, port, red) = match ev.packets.get(p) {
+            Some(&(s, d, port)) => (s as usize, d as usize, port, true),
             None => {
                 let s = active.get(rng.below(active.len() as u64) as usize).copied();
                 let d = active.get(rng.below(active.len() as u64) as usize).copied();
                 let port = [443u16, 80, 53, 445, 88][rng.below(5) as usize];
-                (s.unwrap_or(0), d.unwrap_or(0), port, 0)
+                (s.unwrap_or(0), d.unwrap_or(0), port, false)
             }
         };
         row[0] = src as f32 / max;
@@ -39,6 +39,6 @@ pub(super) fn synth_pcap(state: &mut State, params: &Params, ev: &Events) {
         row[16] = f32::from((flags >> 1) & 1);
         row[17] = f32::from((flags >> 2) & 1);
         row[18] = rng.f64() as f32;
-        row[19] = if kind != 0 { 1.0 } else { 0.0 };
+        row[19] = if red { 1.0 } else { 0.0 };
     }
 }

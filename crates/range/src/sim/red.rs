@@ -54,7 +54,13 @@ pub(super) fn complete_red(
     let mut sets = [0u128; N_TYPES];
     target_sets(state, params, RED, &mut sets);
     let still_valid = (sets[kind] >> target) & 1 == 1;
-    let p = red_success_probability(params, kind, &state.hosts[target]);
+    let mut p = red_success_probability(params, kind, &state.hosts[target]);
+    if kind == R_PHISHING {
+        // Each security awareness training on the subnet cuts phishing success by 20%.
+        for _ in 0..state.awareness[state.hosts[target].subnet as usize] {
+            p *= 0.8;
+        }
+    }
     // Always one draw, so that outcomes never shift with validity.
     let roll = state.rng.hypervisor.f64();
     let lure = state.hosts[target].decoy
@@ -66,7 +72,9 @@ pub(super) fn complete_red(
                 | R_HTTP_RFI
                 | R_REMOTE_SERVICE
                 | R_PASS_THE_TICKET
+                | R_PASS_THE_HASH
                 | R_LATERAL_SMB
+                | R_IP_FRAGMENTATION
                 | R_PHISHING
         );
     let mut success = still_valid && roll < p && !(lure && kind != R_SCAN);
@@ -80,12 +88,18 @@ pub(super) fn complete_red(
         success = false;
     }
     let src = red_source(state, target);
-    ev.packets.push((
-        src,
-        target as u16,
-        crate::siem::RED_FLAVOR[kind].port,
-        kind as u8,
-    ));
+    let subnet = state.hosts[target].subnet;
+    if matches!(kind, R_ETERNAL_BLUE | R_LATERAL_SMB)
+        && state.acl_smb & (1 << subnet) != 0
+        // From the internet (no session reaches the target) or from another subnet.
+        && (src as usize == target || state.hosts[src as usize].subnet != subnet)
+    {
+        // ConfigureACL dropped SMB into the subnet: the exploit never lands. Red's mask does
+        // not show blue's firewall; red learns it by failing.
+        success = false;
+    }
+    ev.packets
+        .push((src, target as u16, crate::siem::RED_FLAVOR[kind].port));
     if success {
         state.metrics.red_techniques |= 1 << kind;
         if exploit_of(kind).is_some() {
@@ -111,7 +125,7 @@ pub(super) fn complete_red(
             state,
             params,
             target,
-            kind as u8,
+            kind as u8 + 1,
             peer,
             &crate::siem::RED_FLAVOR[kind],
             None,
@@ -145,9 +159,22 @@ pub(super) fn apply_red(state: &mut State, kind: usize, target: usize, ev: &mut 
         R_SCAN => {
             state.hosts[target].scanned = true;
         }
-        R_ETERNAL_BLUE | R_BLUE_KEEP | R_LATERAL_SMB => gain(state, target, 2, ev),
-        R_HTTP_RFI | R_REMOTE_SERVICE | R_PHISHING => gain(state, target, 1, ev),
-        R_PRIV_ESC => gain(state, target, 2, ev),
+        R_NETWORK_SCAN => {
+            // The target's whole subnet, as far as red knows it.
+            let subnet = state.hosts[target].subnet;
+            for h in state.hosts.iter_mut() {
+                if h.active && h.discovered && h.subnet == subnet {
+                    h.scanned = true;
+                }
+            }
+        }
+        R_ETERNAL_BLUE | R_BLUE_KEEP | R_LATERAL_SMB | R_PASS_THE_HASH => {
+            gain(state, target, 2, ev)
+        }
+        R_HTTP_RFI | R_REMOTE_SERVICE | R_PHISHING | R_IP_FRAGMENTATION => {
+            gain(state, target, 1, ev)
+        }
+        R_PRIV_ESC | R_JUICY_POTATO | R_V4L2 => gain(state, target, 2, ev),
         R_PASS_THE_TICKET => {
             let level = if state.red.domain_creds { 2 } else { 1 };
             gain(state, target, level, ev);
@@ -180,7 +207,7 @@ pub(super) fn apply_red(state: &mut State, kind: usize, target: usize, ev: &mut 
             }
         }
         R_KERBEROAST => state.red.domain_creds = true,
-        R_DISABLE_EDR => state.hosts[target].edr = false,
+        R_KILL_PROCESS => state.hosts[target].edr = false,
         R_PROCESS_INJECTION => state.hosts[target].stealth_until = now + 20,
         _ => {}
     }

@@ -15,6 +15,9 @@ pub(super) struct Rules {
     pub(super) rewards: fn(&State, &Events) -> [f64; N_AGENTS],
     /// Whether the episode ends after this step (all agents at once).
     pub(super) terminal: fn(&State, &Events) -> bool,
+    /// Reward per unit of energy an agent spends starting an action (subtracted). The
+    /// original documents this term (`ACTION_COST_FACTOR`) but never applies it.
+    pub(super) action_cost: f64,
 }
 
 /// The registry: the rules of `scenario`.
@@ -31,7 +34,11 @@ pub(super) fn rules(scenario: Scenario) -> &'static Rules {
 /// Scores this step's events under the scenario's rules into `state.last.rewards` and the
 /// running scores.
 pub(super) fn rewards(state: &mut State, params: &Params, ev: &Events) {
-    let r = (rules(params.scenario).rewards)(state, ev);
+    let rules = rules(params.scenario);
+    let mut r = (rules.rewards)(state, ev);
+    for (ra, cost) in r.iter_mut().zip(ev.cost) {
+        *ra -= rules.action_cost * cost;
+    }
     for (a, v) in r.iter().enumerate() {
         state.metrics.score[a] += v;
     }
@@ -48,6 +55,7 @@ static RANSOMWARE: Rules = Rules {
         kinetic(state, ev)
             || all_compromised(state, |h| h.subnet == CORPORATE || h.subnet == SECURE)
     },
+    action_cost: 0.05,
 };
 
 static APT_ESPIONAGE: Rules = Rules {
@@ -67,16 +75,19 @@ static APT_ESPIONAGE: Rules = Rules {
                 .filter(|h| h.compromised())
                 .all(|h| h.isolated)
     },
+    action_cost: 0.1,
 };
 
 static CLOUD_HYBRID: Rules = Rules {
     rewards: |_, ev| zero_sum(25.0, -30.0, ev.secure_breach),
     terminal: |state, _| all_compromised(state, |h| h.subnet == SECURE),
+    action_cost: 0.05,
 };
 
 static IOT_GRID: Rules = Rules {
     rewards: |_, ev| zero_sum(40.0, -250.0, ev.dc_breach),
     terminal: |state, _| all_compromised(state, |h| h.dc),
+    action_cost: 0.05,
 };
 
 static OT_STUXNET: Rules = Rules {
@@ -87,6 +98,7 @@ static OT_STUXNET: Rules = Rules {
         r
     },
     terminal: kinetic,
+    action_cost: 0.05,
 };
 
 fn ransomware_rewards(state: &State, ev: &Events) -> [f64; N_AGENTS] {

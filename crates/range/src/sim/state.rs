@@ -19,16 +19,28 @@ pub const BLUE_SUBNETS: [u8; 3] = [
 /// The subnet where a blue agent deploys decoys.
 pub(super) const DECOY_SUBNET: [u8; 3] = [DMZ, CORPORATE, SECURE];
 pub(super) const MAX_DECOYS: u8 = 3;
+/// Security awareness trainings that still help, per subnet.
+pub(super) const MAX_TRAININGS: u8 = 5;
 /// Packets and features of the `pcap` observation.
 pub const PCAP_PACKETS: usize = 32;
 pub const PCAP_FEATURES: usize = 20;
 
 /// One agent's action: `[type, target slot]`, raw, so that out-of-range values are
 /// representable (and become flagged no-ops).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentAction {
     pub kind: i64,
     pub target: i64,
+}
+
+/// Sleep: the explicit no-op (what an agent absent from a step does).
+impl Default for AgentAction {
+    fn default() -> AgentAction {
+        AgentAction {
+            kind: crate::actions::SLEEP as i64,
+            target: 0,
+        }
+    }
 }
 
 /// The joint action, in agent order (`blue_dmz`, `blue_internal`, `blue_restricted`,
@@ -100,6 +112,8 @@ pub struct Streams {
     pub green: Rng,
     pub physics: Rng,
     pub churn: Rng,
+    /// Decoy deployment (its own stream, so deploying a decoy never shifts churn).
+    pub decoy: Rng,
     pub pcap: Rng,
 }
 
@@ -137,6 +151,10 @@ pub struct State {
     /// The synthesised packets of the last step (empty unless `Params::pcap`).
     pub pcap: Vec<f32>,
     pub decoys_deployed: [u8; 3],
+    /// Subnets (bit per subnet) whose inbound SMB (445) blue dropped with ConfigureACL.
+    pub acl_smb: u8,
+    /// Security awareness trainings per subnet (each cuts phishing success by 20%).
+    pub awareness: [u8; 6],
     pub metrics: Metrics,
     pub rng: Streams,
     pub last: StepOut,

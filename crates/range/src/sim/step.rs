@@ -54,13 +54,17 @@ pub(super) fn step_inner(
         }
     };
     for (a, act) in actions.0.iter().enumerate() {
-        state.last.target[a] = if act.kind == 0 { -1 } else { act.target };
+        state.last.target[a] = if act.kind == SLEEP as i64 {
+            -1
+        } else {
+            act.target
+        };
         valid[a] = is_valid_with(state, params, a, &sets[a], *act);
         state.last.invalid[a] = !valid[a];
     }
     for (a, act) in actions.0.iter().enumerate() {
-        if valid[a] && act.kind != 0 {
-            start(state, a, act.kind as usize, act.target as usize);
+        if valid[a] && act.kind != SLEEP as i64 {
+            ev.cost[a] = start(state, a, act.kind as usize, act.target as usize);
         }
     }
 
@@ -89,12 +93,13 @@ pub(super) fn step_inner(
     }
 }
 
-pub(super) fn start(state: &mut State, agent: usize, kind: usize, target: usize) {
+/// Starts an action and returns the energy it cost.
+pub(super) fn start(state: &mut State, agent: usize, kind: usize, target: usize) -> f64 {
     let cost = kind_of(agent, kind).energy;
     state.agents[agent].energy -= cost;
     state.agents[agent].in_flight += 1;
     let d = duration(state, agent, kind);
-    if agent != RED && kind == B_RESTORE {
+    if agent != RED && kind == B_RESTORE_BACKUP {
         state.hosts[target].restoring = true;
     }
     state.in_flight.push(InFlight {
@@ -106,6 +111,7 @@ pub(super) fn start(state: &mut State, agent: usize, kind: usize, target: usize)
         done_at: state.tick + d,
     });
     state.next_seq += 1;
+    cost
 }
 
 pub(super) fn tick(state: &mut State, params: &Params, ev: &mut Events) {

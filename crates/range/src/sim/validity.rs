@@ -7,7 +7,7 @@ use crate::params::Params;
 use crate::topology::{self, CORPORATE, GUEST, NONE, SECURE};
 use crate::{N_AGENTS, N_TYPES, RED};
 
-use super::state::{AgentAction, State, BLUE_SUBNETS, MAX_DECOYS};
+use super::state::{AgentAction, State, BLUE_SUBNETS, MAX_DECOYS, MAX_TRAININGS};
 
 /// Host-slot sets describing the state, computed in one pass.
 pub struct HostSets {
@@ -20,6 +20,9 @@ pub struct HostSets {
     user: u128,
     root: u128,
     windows: u128,
+    linux: u128,
+    dc: u128,
+    misinformed: u128,
     exploit_svc: [u128; 4],
     smb: u128,
     plc: u128,
@@ -45,6 +48,9 @@ pub fn host_sets(state: &State) -> HostSets {
         user: 0,
         root: 0,
         windows: 0,
+        linux: 0,
+        dc: 0,
+        misinformed: 0,
         exploit_svc: [0; 4],
         smb: 0,
         plc: 0,
@@ -74,6 +80,9 @@ pub fn host_sets(state: &State) -> HostSets {
         s.user |= m(h.privilege == 1);
         s.root |= m(h.privilege == 2);
         s.windows |= m(topology::is_windows(h.os));
+        s.linux |= m(h.os == topology::OS_LINUX);
+        s.dc |= m(h.dc);
+        s.misinformed |= m(h.misinformed);
         s.plc |= m(h.plc);
         s.edr |= m(h.edr);
         s.persistent |= m(h.persistent);
@@ -213,10 +222,24 @@ pub(super) fn target_sets_with(
         let corp_secure = s.subnet[CORPORATE as usize] | s.subnet[SECURE as usize];
         out[R_DISCOVERY] = session;
         out[R_SCAN] = known & reach;
-        out[R_ETERNAL_BLUE] = target & s.scanned & s.exploit_svc[topology::EX_ETERNAL_BLUE];
-        out[R_BLUE_KEEP] = target & s.scanned & s.exploit_svc[topology::EX_BLUE_KEEP];
-        out[R_HTTP_RFI] = target & s.scanned & s.exploit_svc[topology::EX_HTTP_RFI];
-        out[R_REMOTE_SERVICE] = target & s.scanned & s.exploit_svc[topology::EX_REMOTE_SERVICE];
+        // What red's scan showed: a misinformed host shows a Linux box with HTTP and SSH.
+        let shown = |ex: usize| {
+            let fake = ex == topology::EX_HTTP_RFI || ex == topology::EX_REMOTE_SERVICE;
+            let fake = s.misinformed & (fake as u128).wrapping_neg();
+            (s.exploit_svc[ex] & !s.misinformed) | fake
+        };
+        out[R_ETERNAL_BLUE] = target & s.scanned & shown(topology::EX_ETERNAL_BLUE);
+        out[R_BLUE_KEEP] = target & s.scanned & shown(topology::EX_BLUE_KEEP);
+        out[R_HTTP_RFI] = target & s.scanned & shown(topology::EX_HTTP_RFI);
+        out[R_REMOTE_SERVICE] = target & s.scanned & shown(topology::EX_REMOTE_SERVICE);
+        out[R_JUICY_POTATO] = s.user & s.up & s.windows;
+        out[R_V4L2] = s.user & s.up & s.linux;
+        // NTLM hashes of the domain: red holds root on a domain controller.
+        if root & s.dc != 0 {
+            out[R_PASS_THE_HASH] = target & s.windows;
+        }
+        out[R_NETWORK_SCAN] = known & reach;
+        out[R_IP_FRAGMENTATION] = target & s.scanned;
         out[R_PRIV_ESC] = s.user & s.up;
         out[R_DUMP_LSASS] = root & s.windows;
         out[R_PASS_THE_TICKET] = target & cred_sub & s.windows;
@@ -228,7 +251,7 @@ pub(super) fn target_sets_with(
         out[R_RANSOMWARE] = root & !s.encrypted & !s.plc;
         out[R_KINETIC] = root & s.plc;
         out[R_KERBEROAST] = session & s.windows & corp_secure;
-        out[R_DISABLE_EDR] = root & s.edr;
+        out[R_KILL_PROCESS] = root & s.edr;
         out[R_PROCESS_INJECTION] = session & s.windows;
     } else {
         let mut own = 0u128;
@@ -242,18 +265,34 @@ pub(super) fn target_sets_with(
         out[B_MONITOR] = reachable & s.up;
         out[B_ANALYSE] = reachable & s.up;
         out[B_ISOLATE] = reachable & !s.isolated;
-        out[B_RESTORE] = reachable;
+        out[B_RESTORE_BACKUP] = reachable;
+        out[B_RESTORE_HOST] = reachable & (s.isolated | s.blocked);
+        out[B_REMOVE] = reachable & s.up;
+        let mut acl = 0u128;
+        let mut trainable = 0u128;
+        for sub in 0..5 {
+            if state.acl_smb & (1 << sub) == 0 {
+                acl |= s.subnet[sub];
+            }
+            if state.awareness[sub] < MAX_TRAININGS {
+                trainable |= s.subnet[sub];
+            }
+        }
+        out[B_CONFIGURE_ACL] = reachable & acl;
+        out[B_AWARENESS] = reachable & trainable;
+        out[B_MISINFORM] = reachable & !s.misinformed & !s.decoy;
         out[B_DEPLOY_EDR] = reachable & !s.edr & !s.decoy;
         if state.decoys_deployed[agent] < MAX_DECOYS {
-            out[B_DEPLOY_DECOY] = s.subnet[NONE as usize] & !s.active & all;
+            let free = s.subnet[NONE as usize] & !s.active & all;
+            for kind in [B_DEPLOY_DECOY, B_DECOY_APACHE, B_DECOY_SSHD, B_DECOY_TOMCAT] {
+                out[kind] = free;
+            }
         }
         out[B_HONEYTOKEN] = reachable & s.windows & !s.honeytoken & !s.decoy;
         out[B_ROTATE_CREDS] = reachable;
         out[B_BLOCK] = reachable & !s.blocked & !s.isolated;
-        out[B_RECONNECT] = reachable & (s.isolated | s.blocked);
         out[B_PATCH] = reachable & s.unpatched;
         out[B_HUNT] = reachable;
-        out[B_KILL_PROCESS] = reachable & s.up;
         out[B_STABILISE] = reachable & s.plc;
         out[B_SHARE_INTEL] = reachable & !s.comm;
     }
@@ -262,21 +301,13 @@ pub(super) fn target_sets_with(
     }
 }
 
-/// Number of type ids an agent uses.
+/// Number of type ids an agent uses (Sleep included).
 pub fn types_of(agent: usize) -> usize {
-    if agent == RED {
-        RED_TYPES
-    } else {
-        BLUE_TYPES
-    }
+    catalogue(agent == RED).iter().filter(|k| k.used()).count()
 }
 
 pub fn kind_of(agent: usize, kind: usize) -> &'static ActionKind {
-    if agent == RED {
-        &crate::actions::RED[kind]
-    } else {
-        &BLUE[kind]
-    }
+    &catalogue(agent == RED)[kind]
 }
 
 pub(super) fn max_in_flight(params: &Params, agent: usize) -> u32 {
@@ -289,14 +320,15 @@ pub(super) fn max_in_flight(params: &Params, agent: usize) -> u32 {
 
 /// Whether `agent` may start an action of type `kind` now (energy and in-flight limit).
 pub fn can_start(state: &State, params: &Params, agent: usize, kind: usize) -> bool {
-    kind < types_of(agent)
+    kind < N_TYPES
+        && kind_of(agent, kind).used()
         && state.agents[agent].in_flight < max_in_flight(params, agent)
         && state.agents[agent].energy >= kind_of(agent, kind).energy
 }
 
 /// Writes the action mask: 32 type bits, then one bit per slot. A type bit is set when the
 /// type has a valid target and the agent can afford it; a slot bit when some set type is valid
-/// on it. Sleep (type 0) is always set. An action outside the mask is a flagged no-op.
+/// on it. Sleep ([`SLEEP`]) is always set. An action outside the mask is a flagged no-op.
 pub fn write_mask(state: &State, params: &Params, agent: usize, mask: &mut [i8]) {
     let mut sets = [0u128; N_TYPES];
     target_sets(state, params, agent, &mut sets);
@@ -312,11 +344,11 @@ pub fn write_mask_with(
     mask: &mut [i8],
 ) {
     mask.fill(0);
-    mask[0] = 1;
+    mask[SLEEP] = 1;
     let mut hosts = 0u128;
     if !state.done() {
-        for (k, set) in sets.iter().enumerate().skip(1) {
-            if *set != 0 && can_start(state, params, agent, k) {
+        for (k, set) in sets.iter().enumerate() {
+            if k != SLEEP && *set != 0 && can_start(state, params, agent, k) {
                 mask[k] = 1;
                 hosts |= set;
             }
@@ -342,10 +374,10 @@ pub fn is_valid_with(
     sets: &[u128; N_TYPES],
     act: AgentAction,
 ) -> bool {
-    if act.kind == 0 {
+    if act.kind == SLEEP as i64 {
         return true;
     }
-    if act.kind < 0 || act.kind as usize >= types_of(agent) {
+    if act.kind < 0 || act.kind as usize >= N_TYPES {
         return false;
     }
     if act.target < 0 || act.target as usize >= params.max_hosts {

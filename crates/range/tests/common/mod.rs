@@ -102,7 +102,8 @@ pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Parameter sets covering every scenario, each preset, and the optional pcap observation.
+/// Parameter sets covering every scenario, each preset, and the optional pcap and
+/// node_features observations.
 pub fn matrix() -> Vec<Params> {
     let mut out = Vec::new();
     for s in lockstep_range::SCENARIOS {
@@ -115,6 +116,7 @@ pub fn matrix() -> Vec<Params> {
         .with_preset("hard")
         .unwrap();
     p.pcap = true;
+    p.node_features = true;
     out.push(p);
     out
 }
