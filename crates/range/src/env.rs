@@ -296,10 +296,13 @@ impl RangeEnv {
 
 /// Value equality that tells `0.0` from `-0.0` (canonical JSON does), so an in-place update
 /// never keeps a zero of the other sign.
+#[inline]
 fn same_bits(a: &Value, b: &Value) -> bool {
-    use lockstep_canon::Number::Float;
+    use lockstep_canon::Number::{Float, Int};
     match (a, b) {
         (Value::Number(Float(x)), Value::Number(Float(y))) => x.to_bits() == y.to_bits(),
+        (Value::Number(Int(x)), Value::Number(Int(y))) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
         _ => a == b,
     }
 }

@@ -35,6 +35,10 @@ pub struct HostSets {
     decoy: u128,
     unpatched: u128,
     comm: u128,
+    /// Slots in subnets whose SMB is still open (no ConfigureACL yet).
+    acl_open: u128,
+    /// Slots in subnets where awareness training still helps.
+    trainable: u128,
 }
 
 pub fn host_sets(state: &State) -> HostSets {
@@ -63,6 +67,8 @@ pub fn host_sets(state: &State) -> HostSets {
         decoy: 0,
         unpatched: 0,
         comm: 0,
+        acl_open: 0,
+        trainable: 0,
     };
     for (i, h) in state.hosts.iter().enumerate() {
         let b = 1u128 << i;
@@ -99,6 +105,14 @@ pub fn host_sets(state: &State) -> HostSets {
             }
             s.smb |= m(svc.kind == 0);
             s.unpatched |= m(!svc.patched);
+        }
+    }
+    for sub in 0..5 {
+        if state.acl_smb & (1 << sub) == 0 {
+            s.acl_open |= s.subnet[sub];
+        }
+        if state.awareness[sub] < MAX_TRAININGS {
+            s.trainable |= s.subnet[sub];
         }
     }
     s
@@ -268,18 +282,8 @@ pub(super) fn target_sets_with(
         out[B_RESTORE_BACKUP] = reachable;
         out[B_RESTORE_HOST] = reachable & (s.isolated | s.blocked);
         out[B_REMOVE] = reachable & s.up;
-        let mut acl = 0u128;
-        let mut trainable = 0u128;
-        for sub in 0..5 {
-            if state.acl_smb & (1 << sub) == 0 {
-                acl |= s.subnet[sub];
-            }
-            if state.awareness[sub] < MAX_TRAININGS {
-                trainable |= s.subnet[sub];
-            }
-        }
-        out[B_CONFIGURE_ACL] = reachable & acl;
-        out[B_AWARENESS] = reachable & trainable;
+        out[B_CONFIGURE_ACL] = reachable & s.acl_open;
+        out[B_AWARENESS] = reachable & s.trainable;
         out[B_MISINFORM] = reachable & !s.misinformed & !s.decoy;
         out[B_DEPLOY_EDR] = reachable & !s.edr & !s.decoy;
         if state.decoys_deployed[agent] < MAX_DECOYS {
@@ -343,20 +347,25 @@ pub fn write_mask_with(
     sets: &[u128; N_TYPES],
     mask: &mut [i8],
 ) {
-    mask.fill(0);
-    mask[SLEEP] = 1;
+    let (types, slots) = mask.split_at_mut(N_TYPES);
     let mut hosts = 0u128;
-    if !state.done() {
-        for (k, set) in sets.iter().enumerate() {
-            if k != SLEEP && *set != 0 && can_start(state, params, agent, k) {
-                mask[k] = 1;
-                hosts |= set;
-            }
+    // `can_start` for every type at once: the in-flight limit and the energy are the agent's.
+    let room = state.agents[agent].in_flight < max_in_flight(params, agent);
+    let energy = state.agents[agent].energy;
+    let kinds = catalogue(agent == RED);
+    for (k, (bit, set)) in types.iter_mut().zip(sets).enumerate() {
+        let on = k == SLEEP
+            || (room && !state.done() && *set != 0 && kinds[k].used() && energy >= kinds[k].energy);
+        *bit = i8::from(on);
+        if on && k != SLEEP {
+            hosts |= set;
         }
     }
-    for i in 0..params.max_hosts {
-        mask[N_TYPES + i] = ((hosts >> i) & 1) as i8;
+    for (i, bit) in slots.iter_mut().take(params.max_hosts).enumerate() {
+        *bit = ((hosts >> i) & 1) as i8;
     }
+    let n = slots.len().min(params.max_hosts);
+    slots[n..].fill(0);
 }
 
 /// Whether `(kind, target)` is a valid action of `agent` now.
