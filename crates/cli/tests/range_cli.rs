@@ -102,6 +102,38 @@ fn bad_input_is_an_error_with_exit_2() {
             "0",
         ][..],
         &["range", "bench", "--scenario", "nope"][..],
+        // --batch prints digests only with --trace; --steps only with --batch.
+        &[
+            "range",
+            "run",
+            "--scenario",
+            "iot_grid",
+            "--seed",
+            "1",
+            "--batch",
+            "2",
+        ][..],
+        &[
+            "range",
+            "run",
+            "--scenario",
+            "iot_grid",
+            "--seed",
+            "1",
+            "--steps",
+            "2",
+        ][..],
+        &[
+            "range",
+            "run",
+            "--scenario",
+            "iot_grid",
+            "--seed",
+            "1",
+            "--batch",
+            "0",
+            "--trace",
+        ][..],
     ] {
         let o = lockstep(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -244,4 +276,75 @@ fn actions_json_lists_the_originals_ids() {
     let plain = lockstep(&["range", "actions"]);
     assert!(plain.status.success());
     assert_eq!(stdout(&plain).lines().count(), got.len());
+}
+
+#[test]
+fn batch_trace_digests_equal_lockstep_trace_per_seed_for_any_thread_count() {
+    // max_ticks 12: some sub-episodes end before --steps, and the batch auto-resets them.
+    let run = |threads: &str| {
+        let o = lockstep(&[
+            "range",
+            "run",
+            "--scenario",
+            "apt_espionage",
+            "--preset",
+            "medium",
+            "--max-ticks",
+            "12",
+            "--seed",
+            "20",
+            "--batch",
+            "5",
+            "--steps",
+            "30",
+            "--trace",
+            "--threads",
+            threads,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        stdout(&o)
+    };
+    let one = run("1");
+    assert_eq!(one, run("2"), "thread count changed a digest");
+    let lines: Vec<&str> = one.lines().collect();
+    assert_eq!(lines.len(), 5, "{one}");
+    for (k, line) in lines.iter().enumerate() {
+        let (seed, digest) = line.split_once(' ').expect(line);
+        assert_eq!(seed, (20 + k).to_string());
+        let t = lockstep(&[
+            "trace",
+            "--env",
+            "range:apt_espionage:medium?max_ticks=12",
+            "--seed",
+            seed,
+            "--steps",
+            "30",
+        ]);
+        assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+        assert_eq!(stdout(&t).trim(), digest, "seed {seed}");
+    }
+}
+
+#[test]
+fn bench_batch_prints_steps_per_second_last() {
+    let o = lockstep(&[
+        "range",
+        "bench",
+        "--batch",
+        "4",
+        "--threads",
+        "2",
+        "--seconds",
+        "0.2",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    let last = text.lines().last().unwrap();
+    let rate: f64 = last
+        .strip_prefix("env-steps/s: ")
+        .expect(last)
+        .parse()
+        .unwrap();
+    assert!(rate > 0.0, "{text}");
+    assert!(text.contains("batch 4 threads 2"), "{text}");
 }

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod actions;
+mod batch;
 mod env;
 mod error;
 pub mod name;
@@ -39,7 +40,10 @@ pub mod sim;
 pub mod topology;
 pub mod value;
 
-pub use env::{factory, params_from_options, render_transition, RangeEnv, RangeFactory};
+pub use batch::{Batch, BufferData, BufferSpec};
+pub use env::{
+    factory, joint_from_actions, params_from_options, render_transition, RangeEnv, RangeFactory,
+};
 pub use error::RangeError;
 pub use name::factory_from_name;
 pub use params::{scenarios, ExploitRates, Params, Scenario, PRESETS, SCENARIOS};

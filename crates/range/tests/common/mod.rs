@@ -120,3 +120,8 @@ pub fn matrix() -> Vec<Params> {
     out.push(p);
     out
 }
+
+/// Info equality that tells -0.0 from 0.0 (the Debug form does), as canonical JSON does.
+pub fn same_info(a: &lockstep_canon::Value, b: &lockstep_canon::Value) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
