@@ -62,6 +62,9 @@ pub struct Batch {
     data: Vec<BufferData>,
     /// Per sub-env, per buffer: the array revision last copied (`u64::MAX`: never).
     copied: Vec<Vec<u64>>,
+    /// Per sub-env, per agent: the `adj_matrix` rows (as bitsets) the buffer holds, so that
+    /// only rows that changed are copied (the array is max_hosts² floats).
+    adj: Vec<[[u128; 128]; N_AGENTS]>,
     rewards: Vec<f64>,
     terminated: Vec<bool>,
     truncated: Vec<bool>,
@@ -121,6 +124,7 @@ impl Batch {
                 })
                 .collect(),
             copied: vec![vec![u64::MAX; specs.len()]; n],
+            adj: vec![[[0; 128]; N_AGENTS]; n],
             specs,
             data,
             rewards: vec![0.0; n * N_AGENTS],
@@ -242,17 +246,19 @@ impl Batch {
             .chunks_mut(chunk)
             .zip(self.slots.chunks_mut(chunk))
             .zip(self.copied.chunks_mut(chunk))
+            .zip(self.adj.chunks_mut(chunk))
             .zip(self.rewards.chunks_mut(chunk * N_AGENTS))
             .zip(self.terminated.chunks_mut(chunk))
             .zip(self.truncated.chunks_mut(chunk))
             .zip(parts)
             .enumerate()
             .map(
-                |(t, ((((((envs, slots), copied), rewards), term), trunc), parts))| Chunk {
+                |(t, (((((((envs, slots), copied), adj), rewards), term), trunc), parts))| Chunk {
                     first: t * chunk,
                     envs,
                     slots,
                     copied,
+                    adj,
                     rewards,
                     terminated: term,
                     truncated: trunc,
@@ -260,7 +266,9 @@ impl Batch {
                 },
             );
         let run = |mut c: Chunk<'_>| c.run(specs, params, actions, stride);
-        if self.threads == 1 {
+        // One chunk (one thread, or a batch smaller than two chunks) runs on this thread:
+        // spawning would only add its cost.
+        if self.threads == 1 || chunk >= n {
             for c in work {
                 run(c)?;
             }
@@ -291,6 +299,7 @@ struct Chunk<'a> {
     envs: &'a mut [RangeEnv],
     slots: &'a mut [Slot],
     copied: &'a mut [Vec<u64>],
+    adj: &'a mut [[[u128; 128]; N_AGENTS]],
     rewards: &'a mut [f64],
     terminated: &'a mut [bool],
     truncated: &'a mut [bool],
@@ -308,13 +317,13 @@ impl Chunk<'_> {
         for j in 0..self.envs.len() {
             let env = &mut self.envs[j];
             let slot = &mut self.slots[j];
-            let t = if slot.reset_pending {
+            let done = if slot.reset_pending {
                 if actions.is_some() {
                     slot.episode += 1;
                     slot.seed = slot.seed.wrapping_add(stride);
                 }
                 slot.reset_pending = false;
-                env.reset_with(slot.seed, params.clone())?
+                env.reset_with(slot.seed, params.clone())?.is_done()
             } else {
                 let joint = &actions.expect("stepping has actions")[self.first + j];
                 env.step_joint(joint)
@@ -322,8 +331,11 @@ impl Chunk<'_> {
                         field: "batch".into(),
                         why: e.to_string(),
                     })?
+                    .is_done()
             };
-            slot.reset_pending = t.is_done();
+            slot.reset_pending = done;
+            let env: &RangeEnv = env;
+            let t = env.transition();
             for (a, name) in AGENTS.iter().enumerate() {
                 let step = &t.agents[*name];
                 self.rewards[j * N_AGENTS + a] = step.reward;
@@ -337,8 +349,31 @@ impl Chunk<'_> {
                 if arr.revision() == self.copied[j][b] {
                     continue;
                 }
+                let first_copy = self.copied[j][b] == u64::MAX;
                 self.copied[j][b] = arr.revision();
                 let len = spec.len();
+                if spec.key == "adj_matrix" && !first_copy {
+                    // Only the rows whose bitset moved.
+                    let (Part::F32(dst), ArrayData::F32(src)) = (&mut self.parts[b], arr.data())
+                    else {
+                        unreachable!("adj_matrix is float32")
+                    };
+                    let dst = &mut dst[j * len..(j + 1) * len];
+                    let have = &mut self.adj[j][spec.agent];
+                    let row = params.max_hosts;
+                    for (r, now) in env.adj_rows(spec.agent).iter().enumerate() {
+                        if have[r] != *now {
+                            dst[r * row..(r + 1) * row]
+                                .copy_from_slice(&src[r * row..(r + 1) * row]);
+                            have[r] = *now;
+                        }
+                    }
+                    continue;
+                }
+                if spec.key == "adj_matrix" {
+                    let rows = env.adj_rows(spec.agent);
+                    self.adj[j][spec.agent][..rows.len()].copy_from_slice(rows);
+                }
                 match (&mut self.parts[b], arr.data()) {
                     (Part::F32(dst), ArrayData::F32(src)) => {
                         dst[j * len..(j + 1) * len].copy_from_slice(src)

@@ -134,6 +134,12 @@ impl RangeEnv {
         &self.state
     }
 
+    /// `adj_matrix` of `agent` as row bitsets (bit j of row i: slot i reaches slot j): what
+    /// the array holds, so a copy can rewrite only the rows that differ.
+    pub fn adj_rows(&self, agent: usize) -> &[u128] {
+        &self.adj_rows[agent][..self.params.max_hosts]
+    }
+
     pub fn transition(&self) -> &Transition {
         &self.transition
     }
