@@ -102,6 +102,38 @@ fn bad_input_is_an_error_with_exit_2() {
             "0",
         ][..],
         &["range", "bench", "--scenario", "nope"][..],
+        // --batch prints digests only with --trace; --steps only with --batch.
+        &[
+            "range",
+            "run",
+            "--scenario",
+            "iot_grid",
+            "--seed",
+            "1",
+            "--batch",
+            "2",
+        ][..],
+        &[
+            "range",
+            "run",
+            "--scenario",
+            "iot_grid",
+            "--seed",
+            "1",
+            "--steps",
+            "2",
+        ][..],
+        &[
+            "range",
+            "run",
+            "--scenario",
+            "iot_grid",
+            "--seed",
+            "1",
+            "--batch",
+            "0",
+            "--trace",
+        ][..],
     ] {
         let o = lockstep(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -174,4 +206,145 @@ fn range_run_trace_equals_lockstep_trace() {
         .unwrap();
     assert!(trace.status.success());
     assert_eq!(String::from_utf8(trace.stdout).unwrap().trim(), from_run);
+}
+
+#[test]
+fn actions_json_lists_the_originals_ids() {
+    let o = lockstep(&["range", "actions", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut got = std::collections::BTreeMap::new();
+    for line in stdout(&o).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect(line);
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["duration", "id", "mitre", "name", "team"], "{line}");
+        assert!(v["duration"].as_f64().unwrap() >= 1.0, "{line}");
+        let key = (
+            v["team"].as_str().unwrap().to_string(),
+            v["id"].as_u64().unwrap(),
+        );
+        let name = v["name"].as_str().unwrap().to_string();
+        assert!(got.insert(key, name).is_none(), "duplicate id: {line}");
+    }
+    // NetForge_RL's ids and names for every action the two share (issue 15).
+    let shared = [
+        ("red", 0, "ExploitRemoteService"),
+        ("red", 1, "PrivilegeEscalate"),
+        ("red", 2, "DiscoverNetworkServices"),
+        ("red", 3, "ExploitBlueKeep"),
+        ("red", 4, "ExploitEternalBlue"),
+        ("red", 5, "ExploitHTTP_RFI"),
+        ("red", 6, "JuicyPotato"),
+        ("red", 7, "DumpLSASS"),
+        ("red", 8, "PassTheTicket"),
+        ("red", 9, "PassTheHash"),
+        ("red", 10, "V4L2KernelExploit"),
+        ("red", 11, "Impact"),
+        ("red", 12, "KillProcess"),
+        ("red", 13, "ExfiltrateData"),
+        ("red", 15, "DiscoverRemoteSystems"),
+        ("red", 20, "OverloadPLC"),
+        ("red", 21, "SpearPhishing"),
+        ("blue", 0, "IsolateHost"),
+        ("blue", 1, "RestoreHost"),
+        ("blue", 2, "Monitor"),
+        ("blue", 3, "Analyze"),
+        ("blue", 4, "Remove"),
+        ("blue", 5, "RestoreFromBackup"),
+        ("blue", 6, "ConfigureACL"),
+        ("blue", 7, "SecurityAwarenessTraining"),
+        ("blue", 8, "DeployEDR"),
+        ("blue", 9, "DeployDecoy"),
+        ("blue", 10, "DecoyApache"),
+        ("blue", 11, "DecoySSHD"),
+        ("blue", 12, "DecoyTomcat"),
+        ("blue", 13, "Misinform"),
+        ("blue", 14, "DeployHoneytoken"),
+        ("blue", 15, "RotateKerberos"),
+    ];
+    for (team, id, name) in shared {
+        assert_eq!(
+            got.get(&(team.to_string(), id)).map(String::as_str),
+            Some(name),
+            "{team} {id}"
+        );
+    }
+    // The no-op is on an id the original leaves unused for both teams.
+    assert_eq!(got[&("red".to_string(), 31)], "Sleep");
+    assert_eq!(got[&("blue".to_string(), 31)], "Sleep");
+    // The plain listing has the same entries.
+    let plain = lockstep(&["range", "actions"]);
+    assert!(plain.status.success());
+    assert_eq!(stdout(&plain).lines().count(), got.len());
+}
+
+#[test]
+fn batch_trace_digests_equal_lockstep_trace_per_seed_for_any_thread_count() {
+    // max_ticks 12: some sub-episodes end before --steps, and the batch auto-resets them.
+    let run = |threads: &str| {
+        let o = lockstep(&[
+            "range",
+            "run",
+            "--scenario",
+            "apt_espionage",
+            "--preset",
+            "medium",
+            "--max-ticks",
+            "12",
+            "--seed",
+            "20",
+            "--batch",
+            "5",
+            "--steps",
+            "30",
+            "--trace",
+            "--threads",
+            threads,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        stdout(&o)
+    };
+    let one = run("1");
+    assert_eq!(one, run("2"), "thread count changed a digest");
+    let lines: Vec<&str> = one.lines().collect();
+    assert_eq!(lines.len(), 5, "{one}");
+    for (k, line) in lines.iter().enumerate() {
+        let (seed, digest) = line.split_once(' ').expect(line);
+        assert_eq!(seed, (20 + k).to_string());
+        let t = lockstep(&[
+            "trace",
+            "--env",
+            "range:apt_espionage:medium?max_ticks=12",
+            "--seed",
+            seed,
+            "--steps",
+            "30",
+        ]);
+        assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+        assert_eq!(stdout(&t).trim(), digest, "seed {seed}");
+    }
+}
+
+#[test]
+fn bench_batch_prints_steps_per_second_last() {
+    let o = lockstep(&[
+        "range",
+        "bench",
+        "--batch",
+        "4",
+        "--threads",
+        "2",
+        "--seconds",
+        "0.2",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    let last = text.lines().last().unwrap();
+    let rate: f64 = last
+        .strip_prefix("env-steps/s: ")
+        .expect(last)
+        .parse()
+        .unwrap();
+    assert!(rate > 0.0, "{text}");
+    assert!(text.contains("batch 4 threads 2"), "{text}");
 }

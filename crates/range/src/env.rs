@@ -134,6 +134,12 @@ impl RangeEnv {
         &self.state
     }
 
+    /// `adj_matrix` of `agent` as row bitsets (bit j of row i: slot i reaches slot j): what
+    /// the array holds, so a copy can rewrite only the rows that differ.
+    pub fn adj_rows(&self, agent: usize) -> &[u128] {
+        &self.adj_rows[agent][..self.params.max_hosts]
+    }
+
     pub fn transition(&self) -> &Transition {
         &self.transition
     }
@@ -231,6 +237,15 @@ impl RangeEnv {
             if params.pcap {
                 update_f32(o.get_mut("pcap").expect("pcap"), &state.pcap);
             }
+            if params.node_features {
+                self.scratch_f32
+                    .resize(params.max_hosts * obs::NODE_FEATURES, 0.0);
+                obs::write_node_features(state, params, a, &mut self.scratch_f32);
+                update_f32(
+                    o.get_mut("node_features").expect("node_features"),
+                    &self.scratch_f32,
+                );
+            }
             // adj_matrix: row bitsets are compared with the last rendered ones and only
             // changed rows are rewritten (blue agents share one computation).
             if a == 0 || a == RED {
@@ -270,7 +285,7 @@ impl RangeEnv {
                             *techniques = mask;
                         }
                         let v = v.to_value();
-                        if *slot != v {
+                        if !same_bits(slot, &v) {
                             *slot = v;
                         }
                     }
@@ -282,6 +297,19 @@ impl RangeEnv {
                 *techniques = technique_mask(state, a);
             }
         }
+    }
+}
+
+/// Value equality that tells `0.0` from `-0.0` (canonical JSON does), so an in-place update
+/// never keeps a zero of the other sign.
+#[inline]
+fn same_bits(a: &Value, b: &Value) -> bool {
+    use lockstep_canon::Number::{Float, Int};
+    match (a, b) {
+        (Value::Number(Float(x)), Value::Number(Float(y))) => x.to_bits() == y.to_bits(),
+        (Value::Number(Int(x)), Value::Number(Int(y))) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        _ => a == b,
     }
 }
 
@@ -320,8 +348,8 @@ fn update_i8(arr: &mut Array, fresh: &[i8]) {
 }
 
 /// Everything that decides the shapes of the transition.
-fn obs_layout(p: &Params) -> (usize, bool) {
-    (p.max_hosts, p.pcap)
+fn obs_layout(p: &Params) -> (usize, bool, bool) {
+    (p.max_hosts, p.pcap, p.node_features)
 }
 
 /// Renders a whole transition from the state, with fresh arrays: what the wrapper's in-place
@@ -346,6 +374,7 @@ pub fn render_transition(state: &State, params: &Params) -> Transition {
                     "delta_t" => obs::write_delta(state, &mut v),
                     "blue_comm" => obs::write_comm(state, &mut v),
                     "pcap" => obs::write_pcap(state, &mut v),
+                    "node_features" => obs::write_node_features(state, params, a, &mut v),
                     _ => {}
                 }
                 ArrayData::F32(v)
@@ -407,9 +436,18 @@ fn build_spec(params: &Params) -> EnvSpec {
             }
         })
         .collect();
+    let mut config = to_canon(params).expect("params serialise");
+    if let Value::Object(m) = &mut config {
+        // The dynamics version with the parameters: a golden recorded under another version
+        // says so (`config differs at /range_version`) next to its digests.
+        m.insert(
+            "range_version".to_string(),
+            Value::Number(lockstep_canon::Number::Int(i64::from(crate::RANGE_VERSION))),
+        );
+    }
     EnvSpec {
         id: format!("range:{}", params.scenario.name()),
-        config: to_canon(params).expect("params serialise"),
+        config,
         agents,
     }
 }

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod actions;
+mod batch;
 mod env;
 mod error;
 pub mod name;
@@ -39,13 +40,26 @@ pub mod sim;
 pub mod topology;
 pub mod value;
 
-pub use env::{factory, params_from_options, render_transition, RangeEnv, RangeFactory};
+pub use batch::{Batch, BufferData, BufferSpec};
+pub use env::{
+    factory, joint_from_actions, params_from_options, render_transition, RangeEnv, RangeFactory,
+};
 pub use error::RangeError;
 pub use name::factory_from_name;
 pub use params::{scenarios, ExploitRates, Params, Scenario, PRESETS, SCENARIOS};
 pub use rng::Rng;
 pub use sampler::{scripted_action, ActionSampler};
 pub use sim::{reset, step, AgentAction, JointAction, State};
+
+/// The version of the range's dynamics. For a given version, `(scenario, params, seed,
+/// actions)` determines every output to the bit; a value-breaking change to the dynamics,
+/// catalogue or observations bumps it (docs/stability.md). Every range env's spec config
+/// carries it as `range_version`.
+///
+/// - 1: the first range (2026-11-30).
+/// - 2: NetForge_RL's action ids and names, the actions it lacked, the action-cost term,
+///   decoys on their own stream, `node_features` (issue 15).
+pub const RANGE_VERSION: u32 = 2;
 
 /// Agents, sorted by name (the order of every per-agent array in the core).
 pub const AGENTS: [&str; N_AGENTS] = [

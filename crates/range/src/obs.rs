@@ -31,6 +31,9 @@ pub fn keys(params: &Params, agent: usize) -> Vec<&'static str> {
     if params.pcap {
         k.push("pcap");
     }
+    if params.node_features {
+        k.push("node_features");
+    }
     k.sort_unstable();
     k
 }
@@ -45,6 +48,7 @@ pub fn shape(params: &Params, key: &str) -> Vec<usize> {
         "delta_t" => vec![1],
         "blue_comm" => vec![params.max_hosts],
         "pcap" => vec![PCAP_PACKETS, PCAP_FEATURES],
+        "node_features" => vec![params.max_hosts, NODE_FEATURES],
         _ => vec![0],
     }
 }
@@ -179,6 +183,72 @@ pub fn write_pcap(state: &State, out: &mut [f32]) {
     out.copy_from_slice(&state.pcap);
 }
 
+/// Columns of `node_features`.
+pub const NODE_FEATURES: usize = 8;
+
+/// The original's subnet encoding (DMZ 0.2, Corporate 0.4, Secure 0.6, OT 0.8), with Guest,
+/// which the original leaves at 0, as 1.0; padding 0.
+fn subnet_code(subnet: u8) -> f32 {
+    match subnet {
+        topology::DMZ => 0.2,
+        topology::CORPORATE => 0.4,
+        topology::SECURE => 0.6,
+        topology::OT => 0.8,
+        topology::GUEST => 1.0,
+        _ => 0.0,
+    }
+}
+
+/// `node_features`: one row per slot, `[privilege, online, compromised, decoy, domain
+/// controller, subnet, CVSS/10, EDR]` in the original's column order, but each agent sees only
+/// what it can know (the original gives every agent the ground truth). Rows of hosts the agent
+/// cannot see (blue: outside its subnets; red: undiscovered) and of inactive slots are zero.
+///
+/// - red: privilege and compromised from its own sessions (0.5 user, 1.0 root); decoy always 0
+///   (a honeypot's point is that red cannot tell); domain controller and CVSS (highest
+///   unpatched service) only once scanned, and a misinformed host shows the decoy profile's
+///   CVSS 0; EDR only on hosts where it holds root.
+/// - blue: privilege and compromised are 1.0 only when Analyze confirmed a compromise (never
+///   red's actual level); decoy, domain controller, CVSS and EDR as they are on its hosts.
+pub fn write_node_features(state: &State, params: &Params, agent: usize, out: &mut [f32]) {
+    out.fill(0.0);
+    for (i, h) in state.hosts.iter().enumerate().take(params.max_hosts) {
+        if !visible_to(agent, h) {
+            continue;
+        }
+        let cvss = h
+            .services
+            .iter()
+            .filter(|s| !s.patched)
+            .map(|s| s.cvss / 10.0)
+            .fold(0.0f32, f32::max)
+            .min(1.0);
+        let row = &mut out[i * NODE_FEATURES..(i + 1) * NODE_FEATURES];
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        row[1] = flag(h.up());
+        row[5] = subnet_code(h.subnet);
+        if agent == RED {
+            row[0] = f32::from(h.privilege) / 2.0;
+            row[2] = flag(h.privilege > 0);
+            row[4] = flag(h.scanned && h.dc);
+            row[6] = if h.scanned && !h.misinformed {
+                cvss
+            } else {
+                0.0
+            };
+            row[7] = flag(h.privilege == 2 && h.edr);
+        } else {
+            let confirmed = h.confirmed == 2;
+            row[0] = flag(confirmed);
+            row[2] = flag(confirmed);
+            row[3] = flag(h.decoy);
+            row[4] = flag(h.dc);
+            row[6] = cvss;
+            row[7] = flag(h.edr);
+        }
+    }
+}
+
 /// One info entry.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum InfoValue {
@@ -261,7 +331,7 @@ pub fn info_items(
     f("agent_energy", Float(state.agents[agent].energy));
     f(
         "attack_coverage",
-        Float(f64::from(m.red_techniques.count_ones()) / (RED_KINDS.len() - 1) as f64),
+        Float(f64::from(m.red_techniques.count_ones()) / crate::actions::RED_ACTIONS as f64),
     );
     f("attack_techniques", Techniques(techniques));
     f("blue_score", Float(blue_score));

@@ -165,6 +165,9 @@ pub struct Params {
     pub tick_seconds: u64,
     /// Adds the `pcap` observation (32 packets x 20 features).
     pub pcap: bool,
+    /// Adds the `node_features` observation (max_hosts x 8, each agent's own view).
+    #[serde(default)]
+    pub node_features: bool,
     pub exploit: ExploitRates,
     /// Time constants (ticks) of temperature, pressure, flow.
     pub physics_tau: [f64; 3],
@@ -208,6 +211,7 @@ impl Params {
             red_max_in_flight: 1,
             tick_seconds: 1,
             pcap: false,
+            node_features: false,
             exploit: ExploitRates::default(),
             physics_tau: [20.0, 10.0, 5.0],
             physics_noise: [0.1, 0.2, 0.3],

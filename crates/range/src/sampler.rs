@@ -142,8 +142,8 @@ pub fn scripted_action(state: &State, params: &Params, agent: usize) -> AgentAct
         return a;
     }
     if let Some(a) = choose(
-        B_RESTORE,
-        sets[B_RESTORE] & confirmed & mine(&|h| h.isolated),
+        B_RESTORE_BACKUP,
+        sets[B_RESTORE_BACKUP] & confirmed & mine(&|h| h.isolated),
     ) {
         return a;
     }

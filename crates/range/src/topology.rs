@@ -219,6 +219,9 @@ pub struct Host {
     pub compromised_at: Option<u64>,
     /// The current compromise was seen by blue.
     pub detected: bool,
+    /// Blue's misinformation: a scan shows red a decoy profile (Linux, HTTP and SSH) instead of
+    /// the host's real services.
+    pub misinformed: bool,
 }
 
 impl Host {
@@ -250,6 +253,7 @@ impl Host {
             corr_stage: 0,
             compromised_at: None,
             detected: false,
+            misinformed: false,
         }
     }
 

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use lockstep::env::{Array, ArrayData};
+use lockstep_range::actions::SLEEP;
 use lockstep_range::obs;
 use lockstep_range::sim::{self, AgentAction, JointAction, State};
 use lockstep_range::{
@@ -288,7 +289,7 @@ fn masked_actions_are_flagged_no_ops_and_valid_actions_are_unmasked() {
                 // Soundness: every valid action is inside the mask.
                 let mut sets = [0u128; N_TYPES];
                 sim::target_sets(&st, &p, a, &mut sets);
-                for kind in 1..N_TYPES {
+                for kind in (0..N_TYPES).filter(|&k| k != SLEEP) {
                     for t in 0..p.max_hosts {
                         let act = AgentAction {
                             kind: kind as i64,
@@ -308,7 +309,7 @@ fn masked_actions_are_flagged_no_ops_and_valid_actions_are_unmasked() {
                     continue;
                 }
                 // A few masked actions (and out-of-range ones) are no-ops with the flag.
-                let masked_type = (1..N_TYPES).find(|&k| m[k] == 0).unwrap();
+                let masked_type = (0..N_TYPES).find(|&k| k != SLEEP && m[k] == 0).unwrap();
                 let t = probe.below(p.max_hosts as u64) as i64;
                 assert_no_op(
                     &st,
@@ -321,7 +322,7 @@ fn masked_actions_are_flagged_no_ops_and_valid_actions_are_unmasked() {
                     },
                 );
                 if let Some(h) = (0..p.max_hosts).find(|&h| m[N_TYPES + h] == 0) {
-                    if let Some(k) = (1..N_TYPES).find(|&k| m[k] == 1) {
+                    if let Some(k) = (0..N_TYPES).find(|&k| k != SLEEP && m[k] == 1) {
                         assert_no_op(
                             &st,
                             &p,
@@ -340,7 +341,8 @@ fn masked_actions_are_flagged_no_ops_and_valid_actions_are_unmasked() {
                     &j,
                     a,
                     AgentAction {
-                        kind: 31,
+                        // An id neither the original nor the range uses.
+                        kind: 30,
                         target: 0,
                     },
                 );
@@ -379,7 +381,12 @@ fn assert_same_as_fresh(t: &lockstep::env::Transition, st: &State, p: &Params) {
     assert_eq!(t.logs, fresh.logs);
     for (name, a) in &t.agents {
         let f = &fresh.agents[name];
-        assert_eq!(a.info, f.info, "{name} info");
+        // Debug form: tells -0.0 from 0.0, as canonical JSON does.
+        assert_eq!(
+            format!("{:?}", a.info),
+            format!("{:?}", f.info),
+            "{name} info"
+        );
         for (k, arr) in &a.obs {
             assert!(
                 same_bits(arr, &f.obs[k]),
@@ -408,7 +415,12 @@ fn incremental_observations_equal_fresh_rendering() {
                 assert_eq!(t.logs, fresh.logs);
                 for (name, a) in &t.agents {
                     let f = &fresh.agents[name];
-                    assert_eq!(a.info, f.info, "{name} info");
+                    // Debug form: tells -0.0 from 0.0, as canonical JSON does.
+                    assert_eq!(
+                        format!("{:?}", a.info),
+                        format!("{:?}", f.info),
+                        "{name} info"
+                    );
                     assert_eq!(a.reward.to_bits(), f.reward.to_bits());
                     assert_eq!((a.terminated, a.truncated), (f.terminated, f.truncated));
                     for (k, arr) in &a.obs {
@@ -576,13 +588,14 @@ fn ot_stuxnet_ends_on_a_kinetic_event() {
 fn value_stability() {
     // Pins the trajectory of a short episode: topology, hypervisor, SIEM text, embeddings,
     // rewards and infos. If this moves, episodes have changed: that is a new range version
-    // and a changelog entry, never a silent update.
+    // and a changelog entry, never a silent update. Range version 2 (CHANGELOG.md, 2026-12-01:
+    // NetForge_RL's action catalogue).
     let p = Params::new(Scenario::Ransomware)
         .with_preset("easy")
         .unwrap();
     assert_eq!(
         digest(&p, 42, 40),
-        "0a5bbc418f25f92bf0d362c7141d12850881406c82a84086e61b04971982c85a"
+        "badb56831b0bb7e130ac4c92cd48d151946bfadca7ecbaad6e13d0d3963ab411"
     );
 }
 

@@ -36,6 +36,10 @@ fn every_registered_scenario_builds_and_runs() {
             panic!()
         };
         assert_eq!(cfg["scenario"], Value::String(s.to_string()));
+        assert_eq!(
+            cfg["range_version"],
+            Value::Number(Number::Int(i64::from(lockstep_range::RANGE_VERSION)))
+        );
         assert_eq!(cfg["max_ticks"], Value::Number(Number::Int(200)));
         let t = env.reset(1, &Value::Null).unwrap();
         assert!(t.agents.values().all(|a| a.reward == 0.0 && !a.terminated));

@@ -8,7 +8,8 @@ use lockstep::actions::ActionSampler as LockstepSampler;
 use lockstep::env::Env;
 use lockstep::trace::{CacheMode, Tracer};
 use lockstep_range::{
-    sim, ActionSampler, JointAction, Params, RangeEnv, Scenario, AGENTS, N_AGENTS,
+    sim, ActionSampler, Batch, BufferData, JointAction, Params, RangeEnv, Scenario, AGENTS,
+    N_AGENTS,
 };
 
 #[derive(clap::Args)]
@@ -23,6 +24,16 @@ enum Command {
     Run(RunArgs),
     /// Step with seeded random valid actions and print env-steps per second (last line).
     Bench(BenchArgs),
+    /// Print the action catalogue: every id each team uses, with its name, technique and
+    /// mean duration in ticks.
+    Actions(ActionsArgs),
+}
+
+#[derive(clap::Args)]
+struct ActionsArgs {
+    /// One JSON object per line: {"team","id","name","mitre","duration"}.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +66,16 @@ struct RunArgs {
     /// observation, reward, flag, info and log line; see docs/trace.md).
     #[arg(long)]
     trace: bool,
+    /// Step N sub-envs together (seeds SEED..SEED+N-1) and print `SEED DIGEST` per sub-env:
+    /// each digest equals `lockstep trace` for that seed. Needs --trace and the random policy.
+    #[arg(long)]
+    batch: Option<usize>,
+    /// With --batch: steps after the reset (fewer when a sub-env's episode ends first).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// With --batch: threads stepping the batch.
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(clap::Args)]
@@ -68,13 +89,60 @@ struct BenchArgs {
     preset: Option<String>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Step a batch of N sub-envs (lockstep_range::Batch) instead of one env.
+    #[arg(long)]
+    batch: Option<usize>,
+    /// With --batch: threads stepping the batch.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Run(a) => run_episodes(a),
         Command::Bench(a) => bench(a),
+        Command::Actions(a) => actions(a),
     }
+}
+
+/// One catalogue entry as `range actions --json` prints it.
+#[derive(serde::Serialize)]
+struct CatalogueEntry {
+    team: &'static str,
+    id: usize,
+    name: &'static str,
+    mitre: &'static str,
+    duration: f64,
+}
+
+fn actions(a: ActionsArgs) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for (team, kinds) in [
+        ("red", &lockstep_range::actions::RED),
+        ("blue", &lockstep_range::actions::BLUE),
+    ] {
+        for (id, k) in kinds.iter().enumerate().filter(|(_, k)| k.used()) {
+            let e = CatalogueEntry {
+                team,
+                id,
+                name: k.name,
+                mitre: k.technique,
+                duration: k.duration,
+            };
+            if a.json {
+                writeln!(out, "{}", serde_json::to_string(&e)?)?;
+            } else {
+                writeln!(
+                    out,
+                    "{:<4} {:>2}  {:<26} {:<10} {}",
+                    e.team, e.id, e.name, e.mitre, e.duration
+                )?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn params_for(scenario: &str, preset: Option<&str>) -> anyhow::Result<Params> {
@@ -91,6 +159,12 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
         params.max_ticks = t;
     }
     params.validate()?;
+    if let Some(n) = a.batch {
+        return run_batch(&a, params, n);
+    }
+    if a.steps.is_some() || a.threads.is_some() {
+        anyhow::bail!("--steps and --threads apply only with --batch");
+    }
     outln!(
         "lockstep {} range run: scenario {} preset {} seed {} policy {}",
         env!("CARGO_PKG_VERSION"),
@@ -172,6 +246,115 @@ fn run_episodes(a: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `range run --batch N --trace`: one `SEED DIGEST` line per sub-env, each sub-env driven by
+/// lockstep's action sampler for its seed (as `lockstep trace` drives a single env).
+fn run_batch(a: &RunArgs, params: Params, n: usize) -> anyhow::Result<ExitCode> {
+    if !a.trace {
+        anyhow::bail!("--batch prints one trace digest per sub-env: add --trace");
+    }
+    if a.policy != Policy::Random {
+        anyhow::bail!("--batch drives sub-envs with the random policy only");
+    }
+    if a.episodes != 1 {
+        anyhow::bail!("--episodes does not apply with --batch (each sub-env plays one episode)");
+    }
+    let steps = a.steps.unwrap_or(100);
+    let mut batch = Batch::new(params, n, a.seed, a.threads.unwrap_or(1))?;
+    let mut samplers = Vec::with_capacity(n);
+    let mut tracers = Vec::with_capacity(n);
+    for i in 0..n {
+        samplers.push(LockstepSampler::new(batch.seed(i), batch.env(i).spec()));
+        let mut t = Tracer::new(CacheMode::On);
+        t.record(batch.transition(i))?;
+        tracers.push(t);
+    }
+    let mut live = vec![true; n];
+    let mut joint = vec![JointAction::default(); n];
+    for _ in 0..steps {
+        if !live.iter().any(|l| *l) {
+            break;
+        }
+        for i in (0..n).filter(|&i| live[i]) {
+            let actions = samplers[i].sample(batch.transition(i));
+            joint[i] = lockstep_range::joint_from_actions(&actions)?;
+        }
+        batch.step(&joint)?;
+        for (i, (l, t)) in live.iter_mut().zip(tracers.iter_mut()).enumerate() {
+            if *l {
+                t.record(batch.transition(i))?;
+                *l = !batch.transition(i).is_done();
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    for (i, t) in tracers.iter().enumerate() {
+        use std::io::Write;
+        writeln!(out, "{} {}", a.seed + i as u64, t.episode().to_hex())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+// A benchmark measures wall time on purpose; nothing it times reaches an episode or a digest.
+#[allow(clippy::disallowed_methods)]
+fn bench_batch(a: &BenchArgs, params: Params, n: usize) -> anyhow::Result<ExitCode> {
+    let mut batch = Batch::new(params, n, a.seed, a.threads)?;
+    let mut samplers: Vec<ActionSampler> = (0..n)
+        .map(|i| ActionSampler::new(a.seed + i as u64))
+        .collect();
+    let masks: Vec<usize> = (0..N_AGENTS)
+        .map(|ag| {
+            batch
+                .find(ag, "action_mask")
+                .expect("every agent has a mask")
+        })
+        .collect();
+    let mask_len = batch.params().mask_len();
+    let mut joint = vec![JointAction::default(); n];
+    let budget = Duration::from_secs_f64(a.seconds);
+    let cpu0 = process_cpu_s();
+    let start = Instant::now();
+    let mut steps = 0u64;
+    while start.elapsed() < budget {
+        for (i, j) in joint.iter_mut().enumerate() {
+            for (ag, b) in masks.iter().enumerate() {
+                if let BufferData::I8(v) = batch.buffer(*b) {
+                    j.0[ag] = samplers[i].sample(ag, &v[i * mask_len..(i + 1) * mask_len]);
+                }
+            }
+        }
+        batch.step(&joint)?;
+        steps += n as u64;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    outln!(
+        "scenario {} batch {n} threads {} steps {steps} seconds {secs:.2}",
+        a.scenario,
+        a.threads
+    );
+    if let (Some(c0), Some(c1)) = (cpu0, process_cpu_s()) {
+        let cpu = c1 - c0;
+        if cpu > 0.0 {
+            outln!(
+                "cpu seconds {cpu:.2} (process, {:.0}% of wall); env-steps per cpu-second: {:.0}",
+                100.0 * cpu / secs,
+                steps as f64 / cpu
+            );
+        }
+    }
+    outln!("env-steps/s: {:.0}", steps as f64 / secs);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// CPU seconds of the whole process (user + system, `/proc/self/stat`, clock ticks of 1/100 s).
+fn process_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 // A benchmark measures wall time on purpose; nothing it times reaches an episode or a digest.
 #[allow(clippy::disallowed_methods)]
 fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -183,6 +366,9 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let params = params_for(&a.scenario, a.preset.as_deref())?;
     params.validate()?;
+    if let Some(n) = a.batch {
+        return bench_batch(&a, params, n);
+    }
     // Reset time of the pure core and of the env (which also renders every observation).
     let n = 2000u64;
     let t0 = Instant::now();

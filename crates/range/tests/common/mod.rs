@@ -102,7 +102,8 @@ pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Parameter sets covering every scenario, each preset, and the optional pcap observation.
+/// Parameter sets covering every scenario, each preset, and the optional pcap and
+/// node_features observations.
 pub fn matrix() -> Vec<Params> {
     let mut out = Vec::new();
     for s in lockstep_range::SCENARIOS {
@@ -115,6 +116,12 @@ pub fn matrix() -> Vec<Params> {
         .with_preset("hard")
         .unwrap();
     p.pcap = true;
+    p.node_features = true;
     out.push(p);
     out
+}
+
+/// Info equality that tells -0.0 from 0.0 (the Debug form does), as canonical JSON does.
+pub fn same_info(a: &lockstep_canon::Value, b: &lockstep_canon::Value) -> bool {
+    format!("{a:?}") == format!("{b:?}")
 }

@@ -11,7 +11,6 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::actions::*;
 use crate::rng::Rng;
 use crate::topology::push_ip;
 
@@ -26,7 +25,8 @@ pub struct LogLine {
     /// Host slot the line is about.
     pub host: u16,
     pub subnet: u8,
-    /// 0 benign (green, background); otherwise the red action type that caused it.
+    /// 0 benign (green, background, incidents); otherwise 1 + the red action type that caused
+    /// it (red type 0 is an action).
     pub source: u8,
     pub text: String,
     /// The hashed tokens: bucket in the low 7 bits, sign in the top bit. Derived from `text`
@@ -104,209 +104,8 @@ impl Template {
 
 use Template::*;
 
-/// What a line says: its templates (weights), the process image and command line.
-pub struct Flavor {
-    pub templates: &'static [(Template, f64)],
-    pub image: &'static str,
-    pub command: &'static str,
-    pub port: u16,
-}
-
-const fn fl(
-    templates: &'static [(Template, f64)],
-    image: &'static str,
-    command: &'static str,
-    port: u16,
-) -> Flavor {
-    Flavor {
-        templates,
-        image,
-        command,
-        port,
-    }
-}
-
-/// Flavours of red actions, by action type (index 0 unused).
-pub const RED_FLAVOR: [Flavor; RED_TYPES] = [
-    fl(
-        &[(SysmonDns22, 1.0)],
-        "svchost.exe",
-        "svchost.exe -k netsvcs",
-        53,
-    ),
-    fl(
-        &[
-            (SysmonDns22, 0.5),
-            (SysmonNetwork3, 0.3),
-            (ProcessCreate4688, 0.2),
-        ],
-        "nltest.exe",
-        "nltest.exe /dclist",
-        389,
-    ),
-    fl(
-        &[(SysmonNetwork3, 0.8), (LogonFailed4625, 0.2)],
-        "nmap.exe",
-        "nmap.exe -sS -p- --open",
-        445,
-    ),
-    fl(
-        &[
-            (Logon4624, 0.3),
-            (SysmonProcess1, 0.3),
-            (SysmonNetwork3, 0.2),
-            (ProcessCreate4688, 0.2),
-        ],
-        "rundll32.exe",
-        "rundll32.exe payload.dll,Start",
-        445,
-    ),
-    fl(
-        &[
-            (Logon4624, 0.3),
-            (SysmonProcess1, 0.3),
-            (SysmonNetwork3, 0.2),
-            (ProcessCreate4688, 0.2),
-        ],
-        "rundll32.exe",
-        "rundll32.exe termdd_exp.dll",
-        3389,
-    ),
-    fl(
-        &[
-            (SysmonProcess1, 0.4),
-            (SysmonNetwork3, 0.4),
-            (ProcessCreate4688, 0.2),
-        ],
-        "w3wp.exe",
-        "w3wp.exe -> powershell.exe -enc SQBFAFgA",
-        80,
-    ),
-    fl(
-        &[
-            (Logon4624, 0.4),
-            (LogonFailed4625, 0.3),
-            (SysmonNetwork3, 0.3),
-        ],
-        "powershell.exe",
-        "powershell.exe -enc JABjAGwA",
-        5985,
-    ),
-    fl(
-        &[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)],
-        "whoami.exe",
-        "whoami.exe /priv",
-        0,
-    ),
-    fl(
-        &[(SysmonProcessAccess10, 0.8), (ProcessCreate4688, 0.2)],
-        "mimikatz.exe",
-        "procdump.exe -ma lsass.exe",
-        0,
-    ),
-    fl(
-        &[
-            (KerberosTgt4768, 0.5),
-            (ExplicitCreds4648, 0.3),
-            (Logon4624, 0.2),
-        ],
-        "Rubeus.exe",
-        "Rubeus.exe ptt /ticket:doIF",
-        88,
-    ),
-    fl(
-        &[
-            (ExplicitCreds4648, 0.4),
-            (Logon4624, 0.3),
-            (SysmonNetwork3, 0.3),
-        ],
-        "PSEXESVC.exe",
-        "PsExec.exe \\\\target -s cmd.exe",
-        445,
-    ),
-    fl(
-        &[(SysmonProcess1, 0.5), (SysmonDns22, 0.5)],
-        "WINWORD.EXE",
-        "WINWORD.EXE invoice.docm -> powershell.exe",
-        443,
-    ),
-    fl(
-        &[(ProcessCreate4688, 0.6), (SysmonProcess1, 0.4)],
-        "schtasks.exe",
-        "schtasks.exe /create /sc minute /tn updater",
-        0,
-    ),
-    fl(
-        &[(ProcessCreate4688, 1.0)],
-        "wevtutil.exe",
-        "wevtutil.exe cl Security",
-        0,
-    ),
-    fl(
-        &[(SysmonNetwork3, 0.6), (SysmonDns22, 0.4)],
-        "rclone.exe",
-        "rclone.exe copy C:\\data remote:drop",
-        443,
-    ),
-    fl(
-        &[(SysmonProcess1, 0.7), (ProcessCreate4688, 0.3)],
-        "vssadmin.exe",
-        "vssadmin.exe delete shadows /all /quiet",
-        0,
-    ),
-    fl(
-        &[(SysmonNetwork3, 1.0)],
-        "modbus_write.exe",
-        "modbus_write.exe --register 40001 --force",
-        502,
-    ),
-    fl(
-        &[(KerberosTgt4768, 0.7), (CredValidation4776, 0.3)],
-        "Rubeus.exe",
-        "Rubeus.exe kerberoast /outfile:h.txt",
-        88,
-    ),
-    fl(
-        &[(ProcessCreate4688, 0.5), (SysmonProcess1, 0.5)],
-        "sc.exe",
-        "sc.exe stop SenseService",
-        0,
-    ),
-    fl(
-        &[(SysmonProcessAccess10, 0.7), (SysmonProcess1, 0.3)],
-        "rundll32.exe",
-        "rundll32.exe shell32.dll,Control_RunDLL",
-        0,
-    ),
-];
-
-/// Benign activity (green agent and background noise).
-const BENIGN_TEMPLATES: &[(Template, f64)] = &[
-    (Logon4624, 0.3),
-    (SysmonDns22, 0.3),
-    (SysmonNetwork3, 0.2),
-    (ProcessCreate4688, 0.1),
-    (KerberosTgt4768, 0.1),
-];
-const BENIGN_IMAGES: [&str; 6] = [
-    "explorer.exe",
-    "chrome.exe",
-    "OUTLOOK.EXE",
-    "svchost.exe",
-    "Teams.exe",
-    "OneDrive.exe",
-];
-/// A false positive: admin activity that looks like an attack.
-pub const FALSE_POSITIVE: Flavor = fl(
-    &[
-        (LogonFailed4625, 0.4),
-        (ProcessCreate4688, 0.3),
-        (CredValidation4776, 0.3),
-    ],
-    "powershell.exe",
-    "powershell.exe -ExecutionPolicy Bypass -File backup.ps1",
-    5985,
-);
+mod flavor;
+pub use flavor::{benign_image, Flavor, BENIGN, FALSE_POSITIVE, RED_FLAVOR};
 
 const USERS: [&str; 6] = [
     "alice",
@@ -464,14 +263,6 @@ pub fn render(ctx: &LineCtx<'_>, rng: &mut Rng) -> String {
     s
 }
 
-/// Picks a benign image.
-pub fn benign_image(rng: &mut Rng) -> &'static str {
-    BENIGN_IMAGES[rng.below(BENIGN_IMAGES.len() as u64) as usize]
-}
-
-/// The benign flavour.
-pub const BENIGN: Flavor = fl(BENIGN_TEMPLATES, "svchost.exe", "svchost.exe", 443);
-
 /// FNV-1a, 32 bit: the fixed hash of the encoder.
 pub fn fnv1a(bytes: &[u8]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
@@ -583,6 +374,7 @@ pub fn incident_text(unix: i64, stage: u8, host: u32, keyword: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::actions::R_DUMP_LSASS;
 
     #[test]
     fn fnv_reference_values() {

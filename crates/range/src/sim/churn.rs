@@ -1,0 +1,73 @@
+//! Churn: DHCP re-leases, hosts going on and offline, migration and arrivals.
+
+use crate::params::Params;
+use crate::topology::{self, CORPORATE, DMZ, GUEST};
+
+use super::state::State;
+
+/// DHCP, churn, migration and arrivals for one tick.
+pub(super) fn churn(state: &mut State, params: &Params) {
+    let now = state.tick;
+    if params.dhcp_interval > 0 && now.is_multiple_of(params.dhcp_interval) {
+        for i in 0..state.hosts.len() {
+            if state.hosts[i].active && state.hosts[i].subnet == GUEST {
+                readdress(state, i, GUEST);
+            }
+        }
+    }
+    if params.churn > 0.0 {
+        for i in 0..state.hosts.len() {
+            let h = &state.hosts[i];
+            if !h.active || h.dc || h.decoy {
+                continue;
+            }
+            let flip = if h.online { params.churn } else { 0.1 };
+            if state.rng.churn.bernoulli(flip) {
+                state.hosts[i].online = !state.hosts[i].online;
+            }
+        }
+    }
+    if params.migration > 0.0 && state.rng.churn.bernoulli(params.migration) {
+        let movable: Vec<usize> = (0..state.hosts.len())
+            .filter(|&i| {
+                let h = &state.hosts[i];
+                h.active && !h.dc && !h.decoy && (h.subnet == CORPORATE || h.subnet == GUEST)
+            })
+            .collect();
+        if let Some(&i) = state.rng.churn.choose_index(&movable) {
+            let to = if state.hosts[i].subnet == GUEST {
+                CORPORATE
+            } else {
+                GUEST
+            };
+            readdress(state, i, to);
+        }
+    }
+    if params.arrival > 0.0 && state.rng.churn.bernoulli(params.arrival) {
+        let active = state.hosts.iter().filter(|h| h.active).count();
+        let free: Vec<usize> = (0..state.hosts.len())
+            .filter(|&i| !state.hosts[i].active)
+            .collect();
+        if active < params.max_active_hosts {
+            if let Some(&slot) = state.rng.churn.choose_index(&free) {
+                let subnet = [DMZ, CORPORATE, GUEST][state.rng.churn.below(3) as usize];
+                if let Some(h) =
+                    topology::make_host(&state.hosts, subnet, params, &mut state.rng.churn)
+                {
+                    state.hosts[slot] = h;
+                }
+            }
+        }
+    }
+}
+
+/// New address (and maybe subnet) for slot `i`; red loses track of it.
+pub(super) fn readdress(state: &mut State, i: usize, subnet: u8) {
+    if let Some(addr) = topology::free_address(&state.hosts, subnet, &mut state.rng.churn) {
+        let h = &mut state.hosts[i];
+        h.addr = addr;
+        h.subnet = subnet;
+        h.discovered = subnet == DMZ || subnet == GUEST;
+        h.scanned = false;
+    }
+}

@@ -1,0 +1,19 @@
+//! What happened during one step, counted for the scenario's rewards and termination.
+
+#[derive(Default)]
+pub(super) struct Events {
+    pub(super) user_gained: u32,
+    pub(super) root_gained: u32,
+    pub(super) compromised_new: u32,
+    pub(super) secure_breach: u32,
+    pub(super) dc_breach: u32,
+    pub(super) kinetic: bool,
+    pub(super) correct_isolation: [u32; 3],
+    pub(super) false_positive: [u32; 3],
+    pub(super) infected_isolated: u32,
+    pub(super) persistence_ticks: u32,
+    /// Red's packets: source slot, destination slot, port.
+    pub(super) packets: Vec<(u16, u16, u16)>,
+    /// Energy each agent paid for the action it started this step (the action-cost term).
+    pub(super) cost: [f64; crate::N_AGENTS],
+}

@@ -1,0 +1,169 @@
+//! The state of an episode: plain data, serde, everything `step` reads or writes (random
+//! stream positions included), so the reset contract can fingerprint it whole.
+
+use serde::{Deserialize, Serialize};
+
+use crate::physics::Physics;
+use crate::rng::Rng;
+use crate::siem::Siem;
+use crate::topology::{Host, CORPORATE, DMZ, GUEST, OT, SECURE};
+use crate::N_AGENTS;
+
+/// Subnets each blue agent defends (bit per subnet): blue_dmz DMZ + Guest, blue_internal
+/// Corporate, blue_restricted Secure + OT.
+pub const BLUE_SUBNETS: [u8; 3] = [
+    (1 << DMZ) | (1 << GUEST),
+    1 << CORPORATE,
+    (1 << SECURE) | (1 << OT),
+];
+/// The subnet where a blue agent deploys decoys.
+pub(super) const DECOY_SUBNET: [u8; 3] = [DMZ, CORPORATE, SECURE];
+pub(super) const MAX_DECOYS: u8 = 3;
+/// Security awareness trainings that still help, per subnet.
+pub(super) const MAX_TRAININGS: u8 = 5;
+/// Packets and features of the `pcap` observation.
+pub const PCAP_PACKETS: usize = 32;
+pub const PCAP_FEATURES: usize = 20;
+
+/// One agent's action: `[type, target slot]`, raw, so that out-of-range values are
+/// representable (and become flagged no-ops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentAction {
+    pub kind: i64,
+    pub target: i64,
+}
+
+/// Sleep: the explicit no-op (what an agent absent from a step does).
+impl Default for AgentAction {
+    fn default() -> AgentAction {
+        AgentAction {
+            kind: crate::actions::SLEEP as i64,
+            target: 0,
+        }
+    }
+}
+
+/// The joint action, in agent order (`blue_dmz`, `blue_internal`, `blue_restricted`,
+/// `red_operator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JointAction(pub [AgentAction; N_AGENTS]);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentState {
+    pub energy: f64,
+    pub in_flight: u32,
+}
+
+/// An action that has started and completes at `done_at`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InFlight {
+    pub seq: u64,
+    pub agent: u8,
+    pub kind: u8,
+    pub target: u16,
+    pub started: u64,
+    pub done_at: u64,
+}
+
+/// What red has gathered.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RedState {
+    /// Subnets whose credentials red holds (bit per subnet).
+    pub creds: u8,
+    pub domain_creds: bool,
+    /// Red dumped a honeytoken; using it trips the wire.
+    pub honey_creds: bool,
+    pub exfiltrated_mb: f64,
+}
+
+/// Running counters behind the info metrics.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Metrics {
+    pub false_positives: [u32; N_AGENTS],
+    pub hosts_isolated: [u32; N_AGENTS],
+    pub services_restored: [u32; N_AGENTS],
+    pub successful_exploits: u32,
+    pub red_completed: u32,
+    pub deception_hits: u32,
+    pub compromises: u32,
+    pub compromises_detected: u32,
+    pub contained: u32,
+    pub containment_ticks: u64,
+    pub uptime_sum: f64,
+    pub uptime_ticks: u64,
+    /// Cumulative rewards per agent.
+    pub score: [f64; N_AGENTS],
+    /// Red action types that succeeded at least once (bit per type).
+    pub red_techniques: u32,
+    /// Red action types whose lines each blue agent has seen (bit per type).
+    pub seen_techniques: [u32; 3],
+    pub ever_infected: bool,
+}
+
+/// The named random streams of an episode, one per stochastic source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Streams {
+    pub topology: Rng,
+    /// Exploit and red-action outcomes and latencies.
+    pub hypervisor: Rng,
+    /// Blue-action outcomes.
+    pub defence: Rng,
+    pub siem: Rng,
+    pub green: Rng,
+    pub physics: Rng,
+    pub churn: Rng,
+    /// Decoy deployment (its own stream, so deploying a decoy never shifts churn).
+    pub decoy: Rng,
+    pub pcap: Rng,
+}
+
+/// What the last step showed (the outputs of `step`, kept in the state so the core stays a
+/// pure function of it).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StepOut {
+    pub rewards: [f64; N_AGENTS],
+    pub invalid: [bool; N_AGENTS],
+    /// Target slot of each agent's action, -1 for Sleep.
+    pub target: [i64; N_AGENTS],
+    pub delta_ticks: u64,
+    /// SIEM lines that became visible during the step (including `[INCIDENT]` lines).
+    pub new_logs: Vec<String>,
+    /// Subnets (bit per subnet) whose lines were pushed out of the rolling buffer this step.
+    pub evicted_subnets: u8,
+}
+
+/// Everything an episode depends on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub seed: u64,
+    pub tick: u64,
+    pub steps: u64,
+    pub has_ot: bool,
+    pub hosts: Vec<Host>,
+    pub agents: Vec<AgentState>,
+    pub in_flight: Vec<InFlight>,
+    pub next_seq: u64,
+    pub red: RedState,
+    pub siem: Siem,
+    pub physics: Option<Physics>,
+    /// The blue agents' shared channel, one entry per slot.
+    pub comm: Vec<f32>,
+    /// The synthesised packets of the last step (empty unless `Params::pcap`).
+    pub pcap: Vec<f32>,
+    pub decoys_deployed: [u8; 3],
+    /// Subnets (bit per subnet) whose inbound SMB (445) blue dropped with ConfigureACL.
+    pub acl_smb: u8,
+    /// Security awareness trainings per subnet (each cuts phishing success by 20%).
+    pub awareness: [u8; 6],
+    pub metrics: Metrics,
+    pub rng: Streams,
+    pub last: StepOut,
+    pub terminated: bool,
+    pub truncated: bool,
+}
+
+impl State {
+    pub fn done(&self) -> bool {
+        self.terminated || self.truncated
+    }
+}

@@ -1,0 +1,166 @@
+//! The step loop: validate the joint action against the state at the start of the step, start
+//! the valid actions, and run the clock tick by tick to the next completion.
+
+use crate::actions::*;
+use crate::params::Params;
+use crate::{N_AGENTS, N_TYPES, RED};
+
+use super::events::Events;
+use super::hypervisor::duration;
+use super::state::{InFlight, JointAction, State};
+use super::validity::{all_target_sets, is_valid_with, kind_of};
+use super::{blue, churn, green, logging, pcap, red, scenario};
+
+/// Advances the episode by one event-driven step: actions are validated against the state at
+/// the start of the step (so the masks shown are exactly what is accepted), started, and the
+/// clock runs to the next completion (at least one tick). Does nothing once the episode is over.
+pub fn step(state: &mut State, actions: &JointAction, params: &Params) {
+    step_inner(state, actions, params, None);
+}
+
+/// Like [`step`], with the target sets of the current state already computed (the wrapper
+/// has them from rendering the masks; nothing changes the state in between).
+pub fn step_with_sets(
+    state: &mut State,
+    actions: &JointAction,
+    params: &Params,
+    sets: &[[u128; N_TYPES]; N_AGENTS],
+) {
+    step_inner(state, actions, params, Some(sets));
+}
+
+pub(super) fn step_inner(
+    state: &mut State,
+    actions: &JointAction,
+    params: &Params,
+    sets: Option<&[[u128; N_TYPES]; N_AGENTS]>,
+) {
+    if state.done() {
+        return;
+    }
+    state.last.new_logs.clear();
+    state.last.evicted_subnets = 0;
+    state.last.rewards = [0.0; N_AGENTS];
+    state.last.invalid = [false; N_AGENTS];
+    let mut ev = Events::default();
+
+    let mut valid = [false; N_AGENTS];
+    let fresh;
+    let sets = match sets {
+        Some(s) => s,
+        None => {
+            fresh = all_target_sets(state, params);
+            &fresh
+        }
+    };
+    for (a, act) in actions.0.iter().enumerate() {
+        state.last.target[a] = if act.kind == SLEEP as i64 {
+            -1
+        } else {
+            act.target
+        };
+        valid[a] = is_valid_with(state, params, a, &sets[a], *act);
+        state.last.invalid[a] = !valid[a];
+    }
+    for (a, act) in actions.0.iter().enumerate() {
+        if valid[a] && act.kind != SLEEP as i64 {
+            ev.cost[a] = start(state, a, act.kind as usize, act.target as usize);
+        }
+    }
+
+    let next = state.in_flight.iter().map(|f| f.done_at).min();
+    let until = next
+        .unwrap_or(state.tick + 1)
+        .max(state.tick + 1)
+        .min(params.max_ticks);
+    let from = state.tick;
+    while state.tick < until && !state.terminated {
+        state.tick += 1;
+        tick(state, params, &mut ev);
+    }
+    state.last.delta_ticks = state.tick - from;
+    state.steps += 1;
+
+    if params.pcap {
+        pcap::synth_pcap(state, params, &ev);
+    }
+    scenario::rewards(state, params, &ev);
+    if scenario::terminal(state, params, &ev) {
+        state.terminated = true;
+    }
+    if state.tick >= params.max_ticks {
+        state.truncated = true;
+    }
+}
+
+/// Starts an action and returns the energy it cost.
+pub(super) fn start(state: &mut State, agent: usize, kind: usize, target: usize) -> f64 {
+    let cost = kind_of(agent, kind).energy;
+    state.agents[agent].energy -= cost;
+    state.agents[agent].in_flight += 1;
+    let d = duration(state, agent, kind);
+    if agent != RED && kind == B_RESTORE_BACKUP {
+        state.hosts[target].restoring = true;
+    }
+    state.in_flight.push(InFlight {
+        seq: state.next_seq,
+        agent: agent as u8,
+        kind: kind as u8,
+        target: target as u16,
+        started: state.tick,
+        done_at: state.tick + d,
+    });
+    state.next_seq += 1;
+    cost
+}
+
+pub(super) fn tick(state: &mut State, params: &Params, ev: &mut Events) {
+    let now = state.tick;
+    for a in state.agents.iter_mut() {
+        a.energy = (a.energy + params.energy_regen).min(params.energy_start);
+    }
+    // Completions, in start order.
+    while let Some(pos) = state.in_flight.iter().position(|f| f.done_at <= now) {
+        let f = state.in_flight.remove(pos);
+        state.agents[f.agent as usize].in_flight -= 1;
+        if f.agent as usize == RED {
+            red::complete_red(state, params, f.kind as usize, f.target as usize, ev);
+        } else {
+            blue::complete_blue(
+                state,
+                params,
+                f.agent as usize,
+                f.kind as usize,
+                f.target as usize,
+                ev,
+            );
+        }
+    }
+    green::green(state, params);
+    churn::churn(state, params);
+    if let Some(ph) = state.physics.as_mut() {
+        if ph.tick(params, &mut state.rng.physics) {
+            ev.kinetic = true;
+        }
+    }
+    // Persistence, uptime.
+    let mut up = 0u32;
+    let mut total = 0u32;
+    for h in &state.hosts {
+        if !h.active || h.decoy {
+            continue;
+        }
+        total += 1;
+        if h.up() && !h.encrypted {
+            up += 1;
+        }
+        if h.privilege > 0 && h.persistent && h.up() {
+            ev.persistence_ticks += 1;
+        }
+    }
+    if total > 0 {
+        state.metrics.uptime_sum += f64::from(up) / f64::from(total);
+    }
+    state.metrics.uptime_ticks += 1;
+    logging::release_logs(state, params);
+}

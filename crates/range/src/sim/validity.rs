@@ -1,0 +1,400 @@
+//! Validity: which actions are possible now, as bitsets over host slots (max_hosts <= 124 <
+//! 128), and the action masks and adjacency rows the observations show. The masks and the
+//! step read the same sets, so a masked action is exactly an accepted one.
+
+use crate::actions::*;
+use crate::params::Params;
+use crate::topology::{self, CORPORATE, GUEST, NONE, SECURE};
+use crate::{N_AGENTS, N_TYPES, RED};
+
+use super::state::{AgentAction, State, BLUE_SUBNETS, MAX_DECOYS, MAX_TRAININGS};
+
+/// Host-slot sets describing the state, computed in one pass.
+pub struct HostSets {
+    active: u128,
+    up: u128,
+    blocked: u128,
+    subnet: [u128; 6],
+    discovered: u128,
+    scanned: u128,
+    user: u128,
+    root: u128,
+    windows: u128,
+    linux: u128,
+    dc: u128,
+    misinformed: u128,
+    exploit_svc: [u128; 4],
+    smb: u128,
+    plc: u128,
+    edr: u128,
+    persistent: u128,
+    encrypted: u128,
+    isolated: u128,
+    restoring: u128,
+    honeytoken: u128,
+    decoy: u128,
+    unpatched: u128,
+    comm: u128,
+    /// Slots in subnets whose SMB is still open (no ConfigureACL yet).
+    acl_open: u128,
+    /// Slots in subnets where awareness training still helps.
+    trainable: u128,
+}
+
+pub fn host_sets(state: &State) -> HostSets {
+    let mut s = HostSets {
+        active: 0,
+        up: 0,
+        blocked: 0,
+        subnet: [0; 6],
+        discovered: 0,
+        scanned: 0,
+        user: 0,
+        root: 0,
+        windows: 0,
+        linux: 0,
+        dc: 0,
+        misinformed: 0,
+        exploit_svc: [0; 4],
+        smb: 0,
+        plc: 0,
+        edr: 0,
+        persistent: 0,
+        encrypted: 0,
+        isolated: 0,
+        restoring: 0,
+        honeytoken: 0,
+        decoy: 0,
+        unpatched: 0,
+        comm: 0,
+        acl_open: 0,
+        trainable: 0,
+    };
+    for (i, h) in state.hosts.iter().enumerate() {
+        let b = 1u128 << i;
+        s.subnet[h.subnet as usize] |= b;
+        if !h.active {
+            continue;
+        }
+        // Branch-free accumulation: each flag contributes `b` or 0.
+        let m = |c: bool| b & (c as u128).wrapping_neg();
+        s.active |= b;
+        s.up |= m(h.online && !h.isolated && !h.restoring);
+        s.blocked |= m(h.blocked);
+        s.discovered |= m(h.discovered);
+        s.scanned |= m(h.scanned);
+        s.user |= m(h.privilege == 1);
+        s.root |= m(h.privilege == 2);
+        s.windows |= m(topology::is_windows(h.os));
+        s.linux |= m(h.os == topology::OS_LINUX);
+        s.dc |= m(h.dc);
+        s.misinformed |= m(h.misinformed);
+        s.plc |= m(h.plc);
+        s.edr |= m(h.edr);
+        s.persistent |= m(h.persistent);
+        s.encrypted |= m(h.encrypted);
+        s.isolated |= m(h.isolated);
+        s.restoring |= m(h.restoring);
+        s.honeytoken |= m(h.honeytoken);
+        s.decoy |= m(h.decoy);
+        s.comm |= m(state.comm.get(i).is_some_and(|c| *c != 0.0));
+        for svc in &h.services {
+            let ex = topology::SERVICES[svc.kind as usize].exploit;
+            if ex < 4 {
+                s.exploit_svc[ex] |= b;
+            }
+            s.smb |= m(svc.kind == 0);
+            s.unpatched |= m(!svc.patched);
+        }
+    }
+    for sub in 0..5 {
+        if state.acl_smb & (1 << sub) == 0 {
+            s.acl_open |= s.subnet[sub];
+        }
+        if state.awareness[sub] < MAX_TRAININGS {
+            s.trainable |= s.subnet[sub];
+        }
+    }
+    s
+}
+
+/// Hosts red can send to: from the internet, and from every host where it has a session.
+pub(super) fn red_reachable(s: &HostSets) -> u128 {
+    let open = s.up & !s.blocked;
+    let mut r = 0u128;
+    for sub in 0..5u8 {
+        if topology::subnet_reaches(topology::INTERNET, sub) {
+            r |= open & s.subnet[sub as usize];
+        }
+    }
+    let session = (s.user | s.root) & s.up;
+    for from in 0..5u8 {
+        let in_sub = session & s.subnet[from as usize];
+        if in_sub == 0 {
+            continue;
+        }
+        r |= s.up & s.subnet[from as usize];
+        if in_sub & !s.blocked != 0 {
+            for to in 0..5u8 {
+                if to != from && topology::subnet_reaches(from as usize, to) {
+                    r |= open & s.subnet[to as usize];
+                }
+            }
+        }
+    }
+    r
+}
+
+/// For each action type of `agent`, the slots where it is valid ignoring energy and
+/// in-flight limits (the "situation" part of validity).
+pub fn target_sets(state: &State, params: &Params, agent: usize, out: &mut [u128; N_TYPES]) {
+    let s = host_sets(state);
+    target_sets_with(state, params, &s, agent, out);
+}
+
+/// [`target_sets`] for every agent, sharing one pass over the hosts.
+pub fn all_target_sets(state: &State, params: &Params) -> [[u128; N_TYPES]; N_AGENTS] {
+    all_target_sets_with(state, params, &host_sets(state))
+}
+
+/// [`all_target_sets`] from precomputed [`host_sets`].
+pub fn all_target_sets_with(
+    state: &State,
+    params: &Params,
+    s: &HostSets,
+) -> [[u128; N_TYPES]; N_AGENTS] {
+    let mut out = [[0u128; N_TYPES]; N_AGENTS];
+    for (a, sets) in out.iter_mut().enumerate() {
+        target_sets_with(state, params, s, a, sets);
+    }
+    out
+}
+
+/// Reachability rows as slot bitsets (`rows[i]` bit j: slot i reaches slot j), restricted to
+/// the slots `agent` sees (red: what it discovered). Same rule as [`topology::reaches`].
+pub fn adjacency_rows(s: &HostSets, agent: usize, rows: &mut [u128]) {
+    rows.fill(0);
+    let seen = if agent == RED {
+        s.active & s.discovered
+    } else {
+        s.active
+    };
+    let open = s.up & !s.blocked;
+    let mut cross = [0u128; 5];
+    for (from, c) in cross.iter_mut().enumerate() {
+        for to in 0..5u8 {
+            if to as usize != from && topology::subnet_reaches(from, to) {
+                *c |= open & s.subnet[to as usize];
+            }
+        }
+    }
+    for (from, c) in cross.iter().enumerate() {
+        let members = s.subnet[from] & s.up & seen;
+        let same = s.up & s.subnet[from] & seen;
+        let far = c & seen;
+        let mut bits = members;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let mut r = same;
+            if s.blocked & (1 << i) == 0 {
+                r |= far;
+            }
+            rows[i] = r & !(1u128 << i);
+        }
+    }
+}
+
+pub(super) fn target_sets_with(
+    state: &State,
+    params: &Params,
+    s: &HostSets,
+    agent: usize,
+    out: &mut [u128; N_TYPES],
+) {
+    *out = [0; N_TYPES];
+    let all = if params.max_hosts >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << params.max_hosts) - 1
+    };
+    if agent == RED {
+        let reach = red_reachable(s);
+        let known = s.discovered & s.active;
+        let session = (s.user | s.root) & s.up;
+        let root = s.root & s.up;
+        let nopriv = s.active & !(s.user | s.root);
+        let target = known & reach & nopriv;
+        let mut cred_sub = 0u128;
+        for sub in 0..5 {
+            if state.red.creds & (1 << sub) != 0 || state.red.domain_creds || state.red.honey_creds
+            {
+                cred_sub |= s.subnet[sub];
+            }
+        }
+        let corp_guest = s.subnet[CORPORATE as usize] | s.subnet[GUEST as usize];
+        let corp_secure = s.subnet[CORPORATE as usize] | s.subnet[SECURE as usize];
+        out[R_DISCOVERY] = session;
+        out[R_SCAN] = known & reach;
+        // What red's scan showed: a misinformed host shows a Linux box with HTTP and SSH.
+        let shown = |ex: usize| {
+            let fake = ex == topology::EX_HTTP_RFI || ex == topology::EX_REMOTE_SERVICE;
+            let fake = s.misinformed & (fake as u128).wrapping_neg();
+            (s.exploit_svc[ex] & !s.misinformed) | fake
+        };
+        out[R_ETERNAL_BLUE] = target & s.scanned & shown(topology::EX_ETERNAL_BLUE);
+        out[R_BLUE_KEEP] = target & s.scanned & shown(topology::EX_BLUE_KEEP);
+        out[R_HTTP_RFI] = target & s.scanned & shown(topology::EX_HTTP_RFI);
+        out[R_REMOTE_SERVICE] = target & s.scanned & shown(topology::EX_REMOTE_SERVICE);
+        out[R_JUICY_POTATO] = s.user & s.up & s.windows;
+        out[R_V4L2] = s.user & s.up & s.linux;
+        // NTLM hashes of the domain: red holds root on a domain controller.
+        if root & s.dc != 0 {
+            out[R_PASS_THE_HASH] = target & s.windows;
+        }
+        out[R_NETWORK_SCAN] = known & reach;
+        out[R_IP_FRAGMENTATION] = target & s.scanned;
+        out[R_PRIV_ESC] = s.user & s.up;
+        out[R_DUMP_LSASS] = root & s.windows;
+        out[R_PASS_THE_TICKET] = target & cred_sub & s.windows;
+        out[R_LATERAL_SMB] = target & cred_sub & s.smb & s.scanned;
+        out[R_PHISHING] = known & nopriv & corp_guest & s.up;
+        out[R_PERSISTENCE] = session & !s.persistent;
+        out[R_CLEAR_LOGS] = root;
+        out[R_EXFILTRATE] = session;
+        out[R_RANSOMWARE] = root & !s.encrypted & !s.plc;
+        out[R_KINETIC] = root & s.plc;
+        out[R_KERBEROAST] = session & s.windows & corp_secure;
+        out[R_KILL_PROCESS] = root & s.edr;
+        out[R_PROCESS_INJECTION] = session & s.windows;
+    } else {
+        let mut own = 0u128;
+        for sub in 0..5 {
+            if BLUE_SUBNETS[agent] & (1 << sub) != 0 {
+                own |= s.subnet[sub];
+            }
+        }
+        own &= s.active;
+        let reachable = own & s.active & !s.restoring;
+        out[B_MONITOR] = reachable & s.up;
+        out[B_ANALYSE] = reachable & s.up;
+        out[B_ISOLATE] = reachable & !s.isolated;
+        out[B_RESTORE_BACKUP] = reachable;
+        out[B_RESTORE_HOST] = reachable & (s.isolated | s.blocked);
+        out[B_REMOVE] = reachable & s.up;
+        out[B_CONFIGURE_ACL] = reachable & s.acl_open;
+        out[B_AWARENESS] = reachable & s.trainable;
+        out[B_MISINFORM] = reachable & !s.misinformed & !s.decoy;
+        out[B_DEPLOY_EDR] = reachable & !s.edr & !s.decoy;
+        if state.decoys_deployed[agent] < MAX_DECOYS {
+            let free = s.subnet[NONE as usize] & !s.active & all;
+            for kind in [B_DEPLOY_DECOY, B_DECOY_APACHE, B_DECOY_SSHD, B_DECOY_TOMCAT] {
+                out[kind] = free;
+            }
+        }
+        out[B_HONEYTOKEN] = reachable & s.windows & !s.honeytoken & !s.decoy;
+        out[B_ROTATE_CREDS] = reachable;
+        out[B_BLOCK] = reachable & !s.blocked & !s.isolated;
+        out[B_PATCH] = reachable & s.unpatched;
+        out[B_HUNT] = reachable;
+        out[B_STABILISE] = reachable & s.plc;
+        out[B_SHARE_INTEL] = reachable & !s.comm;
+    }
+    for set in out.iter_mut() {
+        *set &= all;
+    }
+}
+
+/// Number of type ids an agent uses (Sleep included).
+pub fn types_of(agent: usize) -> usize {
+    catalogue(agent == RED).iter().filter(|k| k.used()).count()
+}
+
+pub fn kind_of(agent: usize, kind: usize) -> &'static ActionKind {
+    &catalogue(agent == RED)[kind]
+}
+
+pub(super) fn max_in_flight(params: &Params, agent: usize) -> u32 {
+    if agent == RED {
+        params.red_max_in_flight as u32
+    } else {
+        params.blue_max_in_flight as u32
+    }
+}
+
+/// Whether `agent` may start an action of type `kind` now (energy and in-flight limit).
+pub fn can_start(state: &State, params: &Params, agent: usize, kind: usize) -> bool {
+    kind < N_TYPES
+        && kind_of(agent, kind).used()
+        && state.agents[agent].in_flight < max_in_flight(params, agent)
+        && state.agents[agent].energy >= kind_of(agent, kind).energy
+}
+
+/// Writes the action mask: 32 type bits, then one bit per slot. A type bit is set when the
+/// type has a valid target and the agent can afford it; a slot bit when some set type is valid
+/// on it. Sleep ([`SLEEP`]) is always set. An action outside the mask is a flagged no-op.
+pub fn write_mask(state: &State, params: &Params, agent: usize, mask: &mut [i8]) {
+    let mut sets = [0u128; N_TYPES];
+    target_sets(state, params, agent, &mut sets);
+    write_mask_with(state, params, agent, &sets, mask);
+}
+
+/// [`write_mask`] from precomputed [`target_sets`].
+pub fn write_mask_with(
+    state: &State,
+    params: &Params,
+    agent: usize,
+    sets: &[u128; N_TYPES],
+    mask: &mut [i8],
+) {
+    let (types, slots) = mask.split_at_mut(N_TYPES);
+    let mut hosts = 0u128;
+    // `can_start` for every type at once: the in-flight limit and the energy are the agent's.
+    let room = state.agents[agent].in_flight < max_in_flight(params, agent);
+    let energy = state.agents[agent].energy;
+    let kinds = catalogue(agent == RED);
+    for (k, (bit, set)) in types.iter_mut().zip(sets).enumerate() {
+        let on = k == SLEEP
+            || (room && !state.done() && *set != 0 && kinds[k].used() && energy >= kinds[k].energy);
+        *bit = i8::from(on);
+        if on && k != SLEEP {
+            hosts |= set;
+        }
+    }
+    for (i, bit) in slots.iter_mut().take(params.max_hosts).enumerate() {
+        *bit = ((hosts >> i) & 1) as i8;
+    }
+    let n = slots.len().min(params.max_hosts);
+    slots[n..].fill(0);
+}
+
+/// Whether `(kind, target)` is a valid action of `agent` now.
+pub fn is_valid(state: &State, params: &Params, agent: usize, act: AgentAction) -> bool {
+    let mut sets = [0u128; N_TYPES];
+    target_sets(state, params, agent, &mut sets);
+    is_valid_with(state, params, agent, &sets, act)
+}
+
+/// [`is_valid`] from precomputed [`target_sets`].
+pub fn is_valid_with(
+    state: &State,
+    params: &Params,
+    agent: usize,
+    sets: &[u128; N_TYPES],
+    act: AgentAction,
+) -> bool {
+    if act.kind == SLEEP as i64 {
+        return true;
+    }
+    if act.kind < 0 || act.kind as usize >= N_TYPES {
+        return false;
+    }
+    if act.target < 0 || act.target as usize >= params.max_hosts {
+        return false;
+    }
+    let kind = act.kind as usize;
+    if state.done() || !can_start(state, params, agent, kind) {
+        return false;
+    }
+    (sets[kind] >> act.target) & 1 == 1
+}
