@@ -44,6 +44,11 @@ enum Command {
     Range(cmd::range::Args),
     /// Work with report files.
     Report(cmd::report::Args),
+    /// Read a contract's probed layers (databases, files, HTTP, a browser).
+    Layers(cmd::layers::Args),
+    /// The `webtask` env's HTTP server (started by the env itself).
+    #[command(hide = true)]
+    WebtaskServer(cmd::webtask_server::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +65,8 @@ fn main() -> ExitCode {
         Command::Golden(a) => cmd::golden::run(a),
         Command::Range(a) => cmd::range::run(a),
         Command::Report(a) => cmd::report::run(a),
+        Command::Layers(a) => cmd::layers::run(a),
+        Command::WebtaskServer(a) => cmd::webtask_server::run(a),
     };
     match result {
         Ok(code) => code,
