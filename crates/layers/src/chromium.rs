@@ -31,7 +31,10 @@ pub fn binary() -> Result<PathBuf, String> {
         return if p.is_file() {
             Ok(p)
         } else {
-            Err(format!("LOCKSTEP_CHROMIUM={} is not a file", p.display()))
+            Err(format!(
+                "LOCKSTEP_CHROMIUM={} is not a file; Chromium is needed: {INSTALL_HINT}",
+                p.display()
+            ))
         };
     }
     let debian = PathBuf::from("/usr/bin/chromium");
