@@ -150,6 +150,22 @@ fn layers_snapshot_prints_fingerprints_and_json() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["client"]["choice.json"]["json"]["side"], "left");
 
+    // `contract check` reads the probed layers into the state before checking it.
+    std::fs::write(dir.join("state.json"), "{}").unwrap();
+    let state = dir.join("state.json");
+    let o = lockstep(&[
+        "contract",
+        "check",
+        contract.to_str().unwrap(),
+        state.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("(1 fields)"),
+        "{}",
+        text(&o)
+    );
+
     // A layer that cannot be read: exit 2, naming layer, probe and cause.
     std::fs::remove_dir_all(dir.join("cache")).unwrap();
     let o = lockstep(&["layers", "snapshot", contract.to_str().unwrap()]);
@@ -158,5 +174,78 @@ fn layers_snapshot_prints_fingerprints_and_json() {
     assert!(
         err.contains("layer `client` (probe files): directory missing"),
         "{err}"
+    );
+}
+
+/// `(pid, parent pid, process group, state)` of every process, from /proc.
+fn processes() -> Vec<(u32, u32, u32, char)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces, so split after the `)`.
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let pid = head.split(' ').next().and_then(|p| p.parse().ok());
+        let fields: Vec<&str> = rest.split(' ').collect();
+        if let (Some(pid), [state, ppid, pgrp, ..]) = (pid, fields.as_slice()) {
+            if let (Ok(ppid), Ok(pgrp)) = (ppid.parse(), pgrp.parse()) {
+                out.push((pid, ppid, pgrp, state.chars().next().unwrap_or('?')));
+            }
+        }
+    }
+    out
+}
+
+/// Killing lockstep with SIGKILL mid-run (no destructor runs) still takes its server and its
+/// Chromium, with all of Chromium's own children, down with it.
+#[test]
+fn a_killed_run_leaves_no_server_or_browser_behind() {
+    let out = out_dir("killed");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args([
+            "check", "webtask", "--seeds", "50", "--checks", "same", "--jobs", "1", "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = run.id();
+    // Wait for both children: the server and the browser (each leads its own group).
+    let mut groups = Vec::new();
+    for _ in 0..3000 {
+        groups = processes()
+            .into_iter()
+            .filter(|p| p.1 == pid && p.0 == p.2)
+            .map(|p| p.0)
+            .collect();
+        if groups.len() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        groups.len() >= 2,
+        "lockstep started no server and browser: {groups:?}"
+    );
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let mut left = Vec::new();
+    for _ in 0..1000 {
+        left = processes()
+            .into_iter()
+            .filter(|p| groups.contains(&p.2) && p.3 != 'Z')
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        left.is_empty(),
+        "still running 10 s after lockstep was killed: {left:?}"
     );
 }

@@ -1,7 +1,7 @@
 //! A headless Chromium (Debian's package) with a fresh, empty profile, its DevTools endpoint
 //! on a loopback port Chromium picks itself (`--remote-debugging-port=0`, read back from the
 //! profile's `DevToolsActivePort`: no race for a free port). The process and its children are
-//! killed when the [`Chromium`] drops, or when the thread that started it dies
+//! killed when the [`Chromium`] drops, or when this process dies
 //! ([`crate::process`]).
 
 use std::path::PathBuf;

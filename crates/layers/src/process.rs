@@ -1,10 +1,46 @@
 //! Child processes that never outlive their owner: each runs in a process group of its own
 //! (so its children, such as Chromium's renderers, go with it), is killed with its group when
-//! the guard drops, and is killed by the kernel when the thread that started it dies, even if
-//! the owning process is killed (`PR_SET_PDEATHSIG`).
+//! the guard drops, and is killed by the kernel when the owning process dies, however it dies
+//! (`PR_SET_PDEATHSIG`).
+//!
+//! The kernel ties `PR_SET_PDEATHSIG` to the *thread* that forked the child, not the process.
+//! So every child is forked by one spawner thread that lives as long as the process: a child
+//! made from a short-lived worker thread must not be killed when that worker ends.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
+use std::sync::{mpsc, Mutex};
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+static SPAWNER: Mutex<Option<mpsc::Sender<SpawnRequest>>> = Mutex::new(None);
+
+/// Spawns `command` from the process-long spawner thread (started on first use).
+fn spawn_from_spawner(command: Command) -> std::io::Result<Child> {
+    let requests = {
+        let mut slot = SPAWNER.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some(tx) => tx.clone(),
+            None => {
+                let (tx, rx) = mpsc::channel::<SpawnRequest>();
+                std::thread::Builder::new()
+                    .name("lockstep-spawner".into())
+                    .spawn(move || {
+                        // Ends only with the process: the sender lives in a static.
+                        for (mut command, reply) in rx {
+                            let _ = reply.send(command.spawn());
+                        }
+                    })?;
+                *slot = Some(tx.clone());
+                tx
+            }
+        }
+    };
+    let (reply, answer) = mpsc::channel();
+    let gone = || std::io::Error::other("the spawner thread is gone");
+    requests.send((command, reply)).map_err(|_| gone())?;
+    answer.recv().map_err(|_| gone())?
+}
 
 /// A running child process, killed with its process group on drop.
 #[derive(Debug)]
@@ -14,7 +50,7 @@ pub struct ChildGuard {
 }
 
 impl ChildGuard {
-    /// Starts `command` in a new process group, to die with the calling thread.
+    /// Starts `command` in a new process group, to die with this process.
     pub fn spawn(mut command: Command, what: &str) -> Result<ChildGuard, String> {
         command.process_group(0);
         // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
@@ -26,9 +62,7 @@ impl ChildGuard {
                 Ok(())
             });
         }
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {what}: {e}"))?;
+        let child = spawn_from_spawner(command).map_err(|e| format!("cannot start {what}: {e}"))?;
         Ok(ChildGuard {
             child,
             what: what.to_owned(),

@@ -3,9 +3,9 @@
 //! each other's state. Starting Chromium costs most of a second; a `lockstep check` makes many
 //! instances.
 //!
-//! The browser is started by a keeper thread that lives as long as the process and never
-//! returns: the kernel kills Chromium (`PR_SET_PDEATHSIG`) when that thread dies, which is when
-//! the process ends, however it ends (even `kill -9`). No Chromium outlives its process.
+//! The browser is held by a keeper thread that lives as long as the process and never
+//! returns, and the kernel kills Chromium (`PR_SET_PDEATHSIG`, see lockstep_layers::process)
+//! when the process ends, however it ends (even `kill -9`). No Chromium outlives its process.
 
 use std::sync::mpsc;
 use std::sync::Mutex;
