@@ -249,3 +249,24 @@ fn a_killed_run_leaves_no_server_or_browser_behind() {
         "still running 10 s after lockstep was killed: {left:?}"
     );
 }
+
+/// The default `lockstep check` (no env named) never starts a browser: it passes with
+/// Chromium unavailable.
+#[test]
+fn the_default_check_needs_no_chromium() {
+    let out = out_dir("default");
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["check", "--seeds", "1", "--steps", "5", "--out"])
+        .arg(&out)
+        .env("LOCKSTEP_CHROMIUM", "/nonexistent/chromium")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        !stdout.lines().any(|l| l.starts_with("webtask")),
+        "{}",
+        text(&o)
+    );
+}
