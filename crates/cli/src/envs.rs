@@ -35,7 +35,33 @@ const FAMILIES: &[Family] = &[
         names: range_names,
         resolve: range,
     },
+    Family {
+        names: webtask_names,
+        resolve: webtask,
+    },
 ];
+
+fn webtask_names() -> Vec<String> {
+    lockstep_webtask::ENV_NAMES
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// `webtask` and `webtask:partial-reset`: each instance starts its server as this executable
+/// re-run with the hidden `webtask-server` subcommand (cmd/webtask_server.rs), so the name
+/// alone makes a working env in any process. Chromium is only needed when one is made.
+fn webtask(name: &str) -> Resolved {
+    let mode = lockstep_webtask::WebTask::mode_of(name)?;
+    let make = move || -> Result<Box<dyn lockstep::env::Env>, lockstep::env::EnvError> {
+        let exe = std::env::current_exe().map_err(|e| {
+            lockstep::env::EnvError::new(format!("webtask: cannot find this executable: {e}"))
+        })?;
+        let command = [exe.into_os_string(), "webtask-server".into()];
+        Ok(Box::new(lockstep_webtask::WebTask::new(mode, &command)?))
+    };
+    Some(Ok(Box::new((name.to_string(), make))))
+}
 
 fn range_names() -> Vec<String> {
     lockstep_range::scenarios()

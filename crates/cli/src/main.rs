@@ -59,6 +59,11 @@ enum Command {
     /// One trial or golden of `lockstep check`, run in this fresh process (internal).
     #[command(hide = true)]
     Worker(cmd::worker::Args),
+    /// Read a contract's probed layers (databases, files, HTTP, a browser).
+    Layers(cmd::layers::Args),
+    /// The `webtask` env's HTTP server (started by the env itself).
+    #[command(hide = true)]
+    WebtaskServer(cmd::webtask_server::Args),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +96,8 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
         Command::Range(a) => cmd::range::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Worker(a) => cmd::worker::run(a),
+        Command::Layers(a) => cmd::layers::run(a),
+        Command::WebtaskServer(a) => cmd::webtask_server::run(a),
     };
     let result = result.and_then(|code| {
         output::flush()?;

@@ -28,6 +28,7 @@ use crate::actions::ActionSampler;
 use crate::contract::{strings, uint, Conformance, Contract};
 use crate::diff::diff;
 use crate::env::{Env, EnvError, EnvFactory, Transition};
+use crate::probe::{probe_state, ProbeSet};
 
 /// How an audit runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +54,7 @@ impl Default for AuditOptions {
 #[error("seed {seed}: {stage}: {message}")]
 pub struct AuditError {
     pub seed: u64,
-    /// What the audit was doing: `make`, `reset`, `state`, `step`, `contaminate`,
+    /// What the audit was doing: `make`, `reset`, `state`, `probe`, `step`, `contaminate`,
     /// `fingerprint`, `close`.
     pub stage: &'static str,
     pub message: String,
@@ -381,20 +382,20 @@ pub fn audit_trial<E: Env + ?Sized>(
         .reset(seed, &options)
         .map_err(err(seed, "reset"))?
         .clone();
-    let initial = env.state().map_err(err(seed, "state"))?;
+    let initial = starting_state(env, contract, seed)?;
     // Conformance first: a hash over the wrong fields proves nothing.
     let initial_conformance = contract.check(&initial);
     let initial_fingerprint = fingerprint(contract, &initial, seed)?;
     let first = play(env, &start, seed, max_steps)?;
 
     contaminate(env).map_err(err(seed, "contaminate"))?;
-    let contaminated = env.state().map_err(err(seed, "state"))?;
+    let contaminated = starting_state(env, contract, seed)?;
 
     let start = env
         .reset(seed, &options)
         .map_err(err(seed, "reset"))?
         .clone();
-    let after_reset = env.state().map_err(err(seed, "state"))?;
+    let after_reset = starting_state(env, contract, seed)?;
     let repeat_conformance = contract.check(&after_reset);
     let repeat_fingerprint = fingerprint(contract, &after_reset, seed)?;
     let identical = initial_fingerprint == repeat_fingerprint;
@@ -416,6 +417,23 @@ pub fn audit_trial<E: Env + ?Sized>(
         repeat,
         contaminated,
         after_reset,
+    })
+}
+
+/// The env's `state()` with the snapshots of the contract's probed layers placed in it
+/// ([`crate::probe::probe_state`]), read by the probes the env wires in.
+fn starting_state<E: Env + ?Sized>(
+    env: &mut E,
+    contract: &Contract,
+    seed: u64,
+) -> Result<Value, AuditError> {
+    let state = env.state().map_err(err(seed, "state"))?;
+    let none = ProbeSet::new();
+    let probes = env.probes().unwrap_or(&none);
+    probe_state(contract, probes, state).map_err(|e| AuditError {
+        seed,
+        stage: "probe",
+        message: e.to_string(),
     })
 }
 

@@ -35,7 +35,8 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::diff::push_token;
-use crate::fingerprint::{fingerprint_for, profile_of, Fingerprint};
+use crate::fingerprint::{fingerprint_record, Fingerprint};
+use crate::probe::ProbeSpec;
 
 /// Which canonical JSON profile a contract's fingerprints use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -58,7 +59,10 @@ impl ProfileName {
     /// (NaN and infinities written as words), so a digest computed with
     /// `json.dumps(state, sort_keys=True, separators=(',', ':'))` agrees.
     pub fn profile(self) -> Profile {
-        profile_of(self)
+        match self {
+            ProfileName::Python => Profile::Python,
+            ProfileName::Jcs => Profile::Jcs,
+        }
     }
 }
 
@@ -68,15 +72,51 @@ impl fmt::Display for ProfileName {
     }
 }
 
-/// One layer of state (a cookie jar, a server record, a cache) and its top-level fields.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// One layer of state (a cookie jar, a server record, a cache): its top-level fields in the
+/// env's state, and/or a probe that reads it from the real system ([`crate::probe`]).
+///
+/// A probed layer's snapshot is placed under the layer's own name, which is then a top-level
+/// key of the starting state like a field.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Layer {
     pub name: String,
     pub fields: Vec<String>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeSpec>,
+}
+
+impl Layer {
+    /// A layer of env fields, read from the env's `state()`.
+    pub fn fields(name: impl Into<String>, fields: &[&str]) -> Layer {
+        Layer {
+            name: name.into(),
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            probe: None,
+        }
+    }
+
+    /// A layer read by a probe; its snapshot goes under `name`.
+    pub fn probed(name: impl Into<String>, probe: ProbeSpec) -> Layer {
+        Layer {
+            name: name.into(),
+            fields: Vec::new(),
+            probe: Some(probe),
+        }
+    }
+
+    /// The top-level keys this layer covers: its snapshot's key (the layer's name) when
+    /// probed, then its fields.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.probe
+            .as_ref()
+            .map(|_| self.name.as_str())
+            .into_iter()
+            .chain(self.fields.iter().map(String::as_str))
+    }
 }
 
 /// A versioned reset contract.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Contract {
     pub name: String,
     pub version: u32,
@@ -191,6 +231,7 @@ impl Contract {
             layers: vec![Layer {
                 name: "state".into(),
                 fields,
+                probe: None,
             }],
         }
     }
@@ -228,7 +269,7 @@ impl Contract {
             cause,
         })?;
         let origin = path.display().to_string();
-        match ext.as_deref() {
+        let mut contract = match ext.as_deref() {
             Some("toml") => {
                 let text = std::str::from_utf8(&bytes).map_err(|e| {
                     let (line, column) = line_column(&bytes, e.valid_up_to());
@@ -245,7 +286,13 @@ impl Contract {
             _ => Err(ContractError::UnknownFormat {
                 path: path.to_path_buf(),
             }),
+        }?;
+        // Probe paths are relative to the contract file.
+        let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        for spec in contract.layers.iter_mut().filter_map(|l| l.probe.as_mut()) {
+            spec.base_dir = dir.clone();
         }
+        Ok(contract)
     }
 
     /// Parses a TOML contract; `origin` names it in errors.
@@ -294,19 +341,23 @@ impl Contract {
         toml::to_string(self).expect("a contract is plain strings and integers")
     }
 
-    /// Every declared field, layer by layer, in declaration order.
+    /// Every top-level key the contract covers, layer by layer, in declaration order: a
+    /// probed layer's name (where its snapshot goes), then the layer's fields.
     pub fn fields(&self) -> impl Iterator<Item = &str> {
-        self.layers
-            .iter()
-            .flat_map(|l| l.fields.iter().map(String::as_str))
+        self.layers.iter().flat_map(Layer::keys)
     }
 
-    /// The layer that declares `field`.
+    /// The layer that covers the top-level key `field`.
     pub fn layer_of(&self, field: &str) -> Option<&str> {
         self.layers
             .iter()
-            .find(|l| l.fields.iter().any(|f| f == field))
+            .find(|l| l.keys().any(|f| f == field))
             .map(|l| l.name.as_str())
+    }
+
+    /// True when some layer is read by a probe ([`crate::probe::probe_state`]).
+    pub fn has_probed_layers(&self) -> bool {
+        self.layers.iter().any(|l| l.probe.is_some())
     }
 
     /// Orders field names the way the contract declares them; names it does not declare
@@ -343,11 +394,13 @@ impl Contract {
     }
 
     /// SHA-256 of `state`'s canonical bytes in the contract's profile, recorded with the
-    /// contract's name and version ([`crate::fingerprint::fingerprint_for`]). Hashes the whole
-    /// state: check conformance first, so that "whole state" and "the contracted fields" are
-    /// the same thing.
+    /// contract's name and version. Hashes the whole state: check conformance first, so that
+    /// "whole state" and "the contracted fields" are the same thing.
     pub fn fingerprint(&self, state: &Value) -> Result<Fingerprint, lockstep_canon::WriteError> {
-        fingerprint_for(state, self)
+        let mut record = fingerprint_record(state, self.profile.profile())?;
+        record.contract = Some(self.name.clone());
+        record.contract_version = Some(self.version);
+        Ok(record)
     }
 
     /// `{"name", "version", "profile", "layers": [{"name", "fields"}]}`.
@@ -366,6 +419,18 @@ impl Contract {
                 let mut lm = Map::new();
                 lm.insert("name".into(), Value::String(l.name.clone()));
                 lm.insert("fields".into(), strings(&l.fields));
+                if let Some(spec) = &l.probe {
+                    lm.insert("probe".into(), Value::String(spec.probe.clone()));
+                    let settings = spec
+                        .settings
+                        .iter()
+                        .map(|(k, v)| {
+                            let v = lockstep_canon::to_value(v).unwrap_or(Value::Null);
+                            (k.clone(), v)
+                        })
+                        .collect();
+                    lm.insert("settings".into(), Value::Object(settings));
+                }
                 Value::Object(lm)
             })
             .collect();
@@ -480,18 +545,21 @@ struct LayerSeed<'a> {
 impl<'de> de::DeserializeSeed<'de> for LayerSeed<'_> {
     type Value = Layer;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Layer, D::Error> {
-        d.deserialize_struct("Layer", &["name", "fields"], self)
+        d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for LayerSeed<'_> {
     type Value = Layer;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a layer: a table with `name` and `fields`")
+        f.write_str("a layer: a table with `name` and `fields` and/or `probe`")
     }
     fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Layer, A::Error> {
+        const KNOWN: &[&str] = &["name", "fields", "probe"];
         let mut name: Option<String> = None;
         let mut fields: Option<Vec<String>> = None;
+        let mut probe: Option<String> = None;
+        let mut settings = std::collections::BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "name" if name.is_some() => return Err(de::Error::duplicate_field("name")),
@@ -505,12 +573,50 @@ impl<'de> Visitor<'de> for LayerSeed<'_> {
                 }
                 "fields" if fields.is_some() => return Err(de::Error::duplicate_field("fields")),
                 "fields" => fields = Some(map.next_value_seed(FieldsSeed { seen: self.seen })?),
-                other => return Err(de::Error::unknown_field(other, &["name", "fields"])),
+                "probe" if probe.is_some() => return Err(de::Error::duplicate_field("probe")),
+                "probe" => probe = Some(map.next_value::<NonEmpty>()?.0),
+                _ => {
+                    // A probe's settings; which ones it accepts is the probe's business, but
+                    // a layer without a probe has none.
+                    let value: serde_json::Value = map.next_value()?;
+                    if value.is_null() {
+                        return Err(de::Error::custom(format!("setting `{key}` is null")));
+                    }
+                    if settings.insert(key.clone(), value).is_some() {
+                        return Err(de::Error::custom(format!("duplicate setting `{key}`")));
+                    }
+                }
             }
         }
+        let name = name.ok_or_else(|| de::Error::missing_field("name"))?;
+        if probe.is_none() {
+            if let Some(key) = settings.keys().next() {
+                return Err(de::Error::unknown_field(key, KNOWN));
+            }
+        }
+        if let Some(owner) = self.seen.owner(&name).filter(|_| probe.is_some()) {
+            return Err(de::Error::custom(format!(
+                "probed layer `{name}` puts its snapshot under `{name}`, \
+                 which layer `{owner}` already declares as a field"
+            )));
+        }
+        let fields = match (fields, &probe) {
+            (Some(f), _) => f,
+            (None, Some(_)) => Vec::new(),
+            (None, None) => {
+                return Err(de::Error::custom(format!(
+                    "layer `{name}` needs `fields`, a `probe`, or both"
+                )))
+            }
+        };
         Ok(Layer {
-            name: name.ok_or_else(|| de::Error::missing_field("name"))?,
-            fields: fields.ok_or_else(|| de::Error::missing_field("fields"))?,
+            name,
+            fields,
+            probe: probe.map(|probe| ProbeSpec {
+                probe,
+                settings,
+                base_dir: Default::default(),
+            }),
         })
     }
 }
@@ -584,7 +690,7 @@ impl LayerSeen {
         if self.layers.contains(&layer.name) {
             return Err(format!("layer `{}` is declared twice", layer.name));
         }
-        for field in &layer.fields {
+        for field in layer.keys() {
             if field.is_empty() {
                 return Err(format!(
                     "layer `{}` declares an empty field name",
@@ -592,6 +698,12 @@ impl LayerSeen {
                 ));
             }
             if let Some((_, owner)) = self.fields.iter().find(|(f, _)| f == field) {
+                if layer.probe.is_some() && field == layer.name {
+                    return Err(format!(
+                        "probed layer `{field}` puts its snapshot under `{field}`, \
+                         which layer `{owner}` already declares as a field"
+                    ));
+                }
                 return Err(if *owner == layer.name {
                     format!("field `{field}` is declared twice in layer `{owner}`")
                 } else {
@@ -601,7 +713,7 @@ impl LayerSeen {
                     )
                 });
             }
-            self.fields.push((field.clone(), layer.name.clone()));
+            self.fields.push((field.to_owned(), layer.name.clone()));
         }
         self.layers.push(layer.name.clone());
         Ok(())
@@ -730,10 +842,7 @@ fields = ["cache"]
 
     #[test]
     fn rules_apply_to_contracts_built_in_code() {
-        let layer = |n: &str, f: &[&str]| Layer {
-            name: n.into(),
-            fields: f.iter().map(|s| s.to_string()).collect(),
-        };
+        let layer = Layer::fields;
         assert!(Contract::new("x", 1, ProfileName::Jcs, vec![layer("a", &["f"])]).is_ok());
         let err = Contract::new("x", 0, ProfileName::Jcs, vec![layer("a", &["f"])]).unwrap_err();
         assert!(err.to_string().contains("version must be 1"));
@@ -873,6 +982,63 @@ fields = ["cache"]
             message.starts_with(&path.display().to_string()),
             "{message}"
         );
+    }
+
+    const PROBED: &str = r#"name = "web"
+version = 1
+profile = "python"
+
+[[layers]]
+name = "task"
+fields = ["seed"]
+
+[[layers]]
+name = "server"
+probe = "sqlite"
+path = "app.db"
+tables = ["users"]
+"#;
+
+    #[test]
+    fn probed_layers_cover_their_own_name() {
+        let c = Contract::from_toml_str(PROBED, "c.toml").unwrap();
+        assert!(c.has_probed_layers());
+        assert_eq!(c.fields().collect::<Vec<_>>(), ["seed", "server"]);
+        assert_eq!(c.layer_of("server"), Some("server"));
+        let spec = c.layers[1].probe.as_ref().unwrap();
+        assert_eq!(spec.probe, "sqlite");
+        assert_eq!(spec.string("path").unwrap(), Some("app.db"));
+        assert_eq!(spec.strings("tables").unwrap().unwrap(), ["users"]);
+        assert_eq!(Contract::from_toml_str(&c.to_toml(), "x").unwrap(), c);
+        assert_eq!(
+            c.to_value().pointer("/layers/1/settings/path"),
+            Some(&Value::from("app.db"))
+        );
+
+        // Settings without a probe are unknown keys; a layer needs fields or a probe.
+        let (line, _, msg) = toml_err(&PROBED.replace("probe = \"sqlite\"\n", ""));
+        assert!(msg.contains("unknown field `path`"), "{line}: {msg}");
+        let (_, _, msg) = toml_err(&PROBED.replace(
+            "probe = \"sqlite\"\npath = \"app.db\"\ntables = [\"users\"]\n",
+            "",
+        ));
+        assert!(msg.contains("needs `fields`, a `probe`, or both"), "{msg}");
+        // The snapshot's key must not be a field of another layer, before or after.
+        let (_, _, msg) = toml_err(&PROBED.replace("[\"seed\"]", "[\"seed\", \"server\"]"));
+        assert!(
+            msg.contains("probed layer `server` puts its snapshot under `server`"),
+            "{msg}"
+        );
+        let text = format!("{PROBED}\n[[layers]]\nname = \"x\"\nfields = [\"server\"]\n");
+        let (_, _, msg) = toml_err(&text);
+        assert!(msg.contains("already declared in layer `server`"), "{msg}");
+
+        let json = r#"{"name":"w","version":1,"profile":"jcs","layers":[
+            {"name":"db","probe":"postgres","url":"postgresql://127.0.0.1/app"}]}"#;
+        let c = Contract::from_json_slice(json.as_bytes(), "c.json").unwrap();
+        assert_eq!(c.fields().collect::<Vec<_>>(), ["db"]);
+        let (line, _, msg) = json_err(&json.replace("\"postgresql://127.0.0.1/app\"", "null"));
+        assert!(msg.contains("setting `url` is null"), "{line}: {msg}");
     }
 
     #[test]

@@ -446,6 +446,13 @@ pub trait Env: Send {
         false
     }
 
+    /// The probes that read the probed layers of [`Env::contract`] (a database, a browser);
+    /// the audit places their snapshots in the starting state. An env whose contract probes
+    /// nothing needs none.
+    fn probes(&self) -> Option<&crate::probe::ProbeSet> {
+        None
+    }
+
     /// Releases resources (an external env's process). Called at most once.
     fn close(&mut self) -> Result<(), EnvError> {
         Ok(())

@@ -125,10 +125,7 @@ impl FixtureState {
 /// The fixture's reset contract, version 1: fields in the order of the seed's `fresh(seed)`
 /// (`seed`, `target`, `cookies`, `visits`, `cache`), hashed with the `python` profile.
 pub fn fixture_contract() -> Contract {
-    let layer = |name: &str, fields: &[&str]| Layer {
-        name: name.into(),
-        fields: fields.iter().map(|f| f.to_string()).collect(),
-    };
+    let layer = Layer::fields;
     Contract {
         name: "seed-000-fixture".into(),
         version: 1,

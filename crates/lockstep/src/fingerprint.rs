@@ -11,13 +11,12 @@ use std::io;
 use lockstep_canon::{Profile, Value, WriteError};
 use sha2::{Digest, Sha256};
 
-use crate::contract::{Contract, ProfileName};
-
 /// The only algorithm fingerprints use; recorded so a reader never has to guess.
 pub const ALGORITHM: &str = "sha256";
 
 /// A fingerprint with everything needed to recompute it: algorithm, profile and, when it was
-/// taken under a reset contract, that contract's name and version.
+/// taken under a reset contract, that contract's name and version (filled in by the
+/// contract that takes it: this module knows profiles and bytes, not contracts).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Fingerprint {
     /// Always `"sha256"`.
@@ -30,14 +29,6 @@ pub struct Fingerprint {
     pub contract: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contract_version: Option<u32>,
-}
-
-/// The canonical profile a contract's [`ProfileName`] denotes.
-pub fn profile_of(name: ProfileName) -> Profile {
-    match name {
-        ProfileName::Python => Profile::Python,
-        ProfileName::Jcs => Profile::Jcs,
-    }
 }
 
 /// An `io::Write` that feeds SHA-256 through a fixed buffer, so the writer's many small writes
@@ -137,14 +128,6 @@ pub fn fingerprint_record(value: &Value, profile: Profile) -> Result<Fingerprint
     })
 }
 
-/// The fingerprint of a starting state under `contract`: its profile, name and version.
-pub fn fingerprint_for(value: &Value, contract: &Contract) -> Result<Fingerprint, WriteError> {
-    let mut record = fingerprint_record(value, profile_of(contract.profile))?;
-    record.contract = Some(contract.name.clone());
-    record.contract_version = Some(contract.version);
-    Ok(record)
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::Write as _;
@@ -196,19 +179,12 @@ mod tests {
     }
 
     #[test]
-    fn records_name_contract_and_refuse_values_without_a_form() {
-        let contract = Contract {
-            name: "seed-000".into(),
-            version: 1,
-            profile: ProfileName::Python,
-            layers: Vec::new(),
-        };
-        let record = fingerprint_for(&fresh0(), &contract).unwrap();
+    fn records_name_algorithm_and_profile_and_refuse_values_without_a_form() {
+        let record = fingerprint_record(&fresh0(), Profile::Python).unwrap();
         assert_eq!(record.algorithm, "sha256");
         assert_eq!(record.digest, FRESH0_SHA256);
         assert_eq!(record.profile, "python");
-        assert_eq!(record.contract.as_deref(), Some("seed-000"));
-        assert_eq!(record.contract_version, Some(1));
+        assert_eq!(record.contract, None);
         let json =
             serde_json::to_string(&fingerprint_record(&fresh0(), Profile::Jcs).unwrap()).unwrap();
         assert!(

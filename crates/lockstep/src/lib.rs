@@ -1,7 +1,8 @@
 //! lockstep: prove or disprove "fixed seed, same episode", and explain the failure.
 //!
 //! - [`contract`], [`fingerprint`], [`diff`], [`audit`]: reset contracts. A starting state is
-//!   fingerprinted (SHA-256 of canonical JSON) and a mismatch is explained field by field.
+//!   fingerprinted (SHA-256 of canonical JSON) and a mismatch is explained field by field;
+//!   [`probe`]: layers read from real systems (the probes themselves live in lockstep-layers).
 //! - [`seed`], [`trace`], [`check`], [`golden`]: bit-exact replay. A seed tree feeds every
 //!   stochastic source, a trace digests everything an episode shows, the checks compare traces
 //!   and locate the first divergence, golden files catch silent drift.
@@ -24,6 +25,7 @@ pub mod experiment;
 pub mod fingerprint;
 pub mod fixtures;
 pub mod golden;
+pub mod probe;
 pub mod protocol;
 pub mod report;
 pub mod seed;

@@ -127,6 +127,7 @@ impl Env for PyEnv {
             vec![Layer {
                 name: "state".into(),
                 fields,
+                probe: None,
             }],
         )
         .ok()

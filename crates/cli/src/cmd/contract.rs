@@ -1,6 +1,7 @@
 //! `lockstep contract check CONTRACT STATE.json [--json]`: does a state conform to a reset
-//! contract, and if so, its fingerprint (docs/contract.md). Exit 0 conforms, 1 does not,
-//! 2 error.
+//! contract, and if so, its fingerprint (docs/contract.md). The contract's probed layers are
+//! read (lockstep-layers) and placed in the state first. Exit 0 conforms, 1 does not, 2 error
+//! (a layer that cannot be read among them).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,7 +43,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let contract = Contract::load(&args.contract)?;
-    let state = read_json(&args.state)?;
+    // Probed layers are read now and placed in the state under their names.
+    let state = lockstep::probe::probe_state(
+        &contract,
+        &lockstep_layers::probes(),
+        read_json(&args.state)?,
+    )?;
     let conformance = contract.check(&state);
     // The fingerprint only means something for a conforming state.
     let fingerprint = if conformance.conforms() {

@@ -366,6 +366,7 @@ impl Env for ProcessEnv {
             vec![crate::contract::Layer {
                 name: "state".into(),
                 fields,
+                probe: None,
             }],
         )
         .ok()

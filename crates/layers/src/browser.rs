@@ -1,0 +1,233 @@
+//! The `browser` probe: a Chromium's cookies (all origins) and its localStorage and
+//! sessionStorage per origin, read over the DevTools protocol.
+//!
+//! ```toml
+//! [[layers]]
+//! name = "browser"
+//! probe = "browser"
+//! cdp = "http://127.0.0.1:9222"     # the DevTools endpoint (--remote-debugging-port)
+//! context = "..."                     # optional: one browser context id; default every context
+//! ```
+//!
+//! Snapshot:
+//! `{"cookies": {DOMAIN: {NAME: {"value", "path", "secure", "http_only", "same_site", "session"}}},
+//!   "local_storage": {ORIGIN: {KEY: VALUE}}, "session_storage": {ORIGIN: {KEY: VALUE}}}`.
+//! A cookie's expiry instant is left out: it is wall-clock time, different in every run, while
+//! `session` says whether it has one. Storage is read for the origins of the open pages
+//! (`http`/`https` only); an origin with no items is left out, so an empty browser snapshots as
+//! three empty objects. The probe attaches to pages only to read: it never navigates, evaluates
+//! script or changes storage.
+
+use std::time::Duration;
+
+use lockstep::probe::{Probe, ProbeSpec};
+use lockstep_canon::{Map, Value};
+use serde_json::{json, Value as Json};
+
+use crate::cdp::Cdp;
+
+/// Reads a browser over DevTools.
+pub struct BrowserProbe;
+
+impl Probe for BrowserProbe {
+    fn name(&self) -> &'static str {
+        "browser"
+    }
+
+    fn snapshot(&self, spec: &ProbeSpec) -> Result<Value, String> {
+        spec.allow_only(&["cdp", "context"])?;
+        let endpoint = spec.required_string("cdp")?;
+        let mut cdp = Cdp::connect(endpoint, Duration::from_secs(10))?;
+        snapshot_browser(&mut cdp, spec.string("context")?)
+    }
+}
+
+/// The snapshot of the browser behind `cdp`: one context, or every context.
+pub fn snapshot_browser(cdp: &mut Cdp, context: Option<&str>) -> Result<Value, String> {
+    let contexts: Vec<Option<String>> = match context {
+        Some(c) => vec![Some(c.to_owned())],
+        None => {
+            let listed = cdp.call("Target.getBrowserContexts", json!({}))?;
+            let mut all = vec![None];
+            all.extend(
+                listed
+                    .get("browserContextIds")
+                    .and_then(Json::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Json::as_str)
+                    .map(|s| Some(s.to_owned())),
+            );
+            all
+        }
+    };
+    let mut cookies = Map::new();
+    for ctx in &contexts {
+        let params = match ctx {
+            Some(c) => json!({"browserContextId": c}),
+            None => json!({}),
+        };
+        let got = cdp.call("Storage.getCookies", params)?;
+        for c in got
+            .get("cookies")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
+            add_cookie(&mut cookies, c)?;
+        }
+    }
+
+    let mut local = Map::new();
+    let mut session = Map::new();
+    let targets = cdp.call("Target.getTargets", json!({}))?;
+    for t in targets
+        .get("targetInfos")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if t.get("type").and_then(Json::as_str) != Some("page") {
+            continue;
+        }
+        let target_ctx = t.get("browserContextId").and_then(Json::as_str);
+        if let Some(c) = context {
+            if target_ctx != Some(c) {
+                continue;
+            }
+        }
+        let Some(origin) = t.get("url").and_then(Json::as_str).and_then(origin_of) else {
+            continue;
+        };
+        let id = t.get("targetId").and_then(Json::as_str).unwrap_or_default();
+        let attached = cdp.call(
+            "Target.attachToTarget",
+            json!({"targetId": id, "flatten": true}),
+        )?;
+        let sid = attached
+            .get("sessionId")
+            .and_then(Json::as_str)
+            .ok_or("DevTools Target.attachToTarget gave no sessionId")?
+            .to_owned();
+        let read = (|| -> Result<(), String> {
+            for (is_local, into) in [(true, &mut local), (false, &mut session)] {
+                let items = cdp.call_in(
+                    Some(&sid),
+                    "DOMStorage.getDOMStorageItems",
+                    json!({"storageId": {"securityOrigin": origin, "isLocalStorage": is_local}}),
+                )?;
+                let mut m = Map::new();
+                for pair in items
+                    .get("entries")
+                    .and_then(Json::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let (Some(k), Some(v)) = (
+                        pair.get(0).and_then(Json::as_str),
+                        pair.get(1).and_then(Json::as_str),
+                    ) else {
+                        return Err(
+                            "DevTools DOMStorage.getDOMStorageItems: an entry is not [key, value]"
+                                .into(),
+                        );
+                    };
+                    m.insert(k.to_owned(), Value::String(v.to_owned()));
+                }
+                if m.is_empty() {
+                    continue;
+                }
+                let kind = if is_local {
+                    "localStorage"
+                } else {
+                    "sessionStorage"
+                };
+                match into.get(&origin) {
+                    Some(Value::Object(prev)) if *prev != m => {
+                        return Err(format!(
+                            "two pages of {origin} hold different {kind}; open one page per origin to snapshot it"
+                        ))
+                    }
+                    _ => {
+                        into.insert(origin.clone(), Value::Object(m));
+                    }
+                }
+            }
+            Ok(())
+        })();
+        let detached = cdp.call("Target.detachFromTarget", json!({"sessionId": sid}));
+        read?;
+        detached?;
+    }
+    let mut out = Map::new();
+    out.insert("cookies".into(), Value::Object(cookies));
+    out.insert("local_storage".into(), Value::Object(local));
+    out.insert("session_storage".into(), Value::Object(session));
+    Ok(Value::Object(out))
+}
+
+fn add_cookie(cookies: &mut Map, c: &Json) -> Result<(), String> {
+    let text = |k: &str| {
+        c.get(k)
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let flag = |k: &str| Value::Bool(c.get(k).and_then(Json::as_bool).unwrap_or(false));
+    let domain = text("domain");
+    let name = text("name");
+    let path = text("path");
+    let mut entry = Map::new();
+    entry.insert("value".into(), Value::String(text("value")));
+    entry.insert("path".into(), Value::String(path.clone()));
+    entry.insert("secure".into(), flag("secure"));
+    entry.insert("http_only".into(), flag("httpOnly"));
+    entry.insert("session".into(), flag("session"));
+    if let Some(s) = c.get("sameSite").and_then(Json::as_str) {
+        entry.insert("same_site".into(), Value::String(s.to_owned()));
+    }
+    let Value::Object(jar) = cookies
+        .entry(domain.clone())
+        .or_insert_with(|| Value::Object(Map::new()))
+    else {
+        unreachable!("domains hold objects")
+    };
+    // A name is unique per (domain, path); the usual path `/` keeps the bare name.
+    let key = if path == "/" || path.is_empty() {
+        name.clone()
+    } else {
+        format!("{name} (path {path})")
+    };
+    if jar.contains_key(&key) {
+        return Err(format!(
+            "cookie `{name}` of {domain} (path {path}) is set in two browser contexts; name a `context`"
+        ));
+    }
+    jar.insert(key, Value::Object(entry));
+    Ok(())
+}
+
+/// `scheme://host[:port]` of an http(s) URL; `None` for other schemes (about:, data:, ...).
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let host = rest.split(['/', '?', '#']).next()?;
+    Some(format!("{scheme}://{host}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins() {
+        assert_eq!(
+            origin_of("http://127.0.0.1:8080/a?b").as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
+        assert_eq!(origin_of("about:blank"), None);
+        assert_eq!(origin_of("chrome://newtab/"), None);
+    }
+}

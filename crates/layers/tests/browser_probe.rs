@@ -1,0 +1,184 @@
+//! The `browser` probe against a real headless Chromium (Debian's package; scripts/test
+//! installs it). A missing Chromium fails these tests with the install command.
+mod common;
+
+use std::time::Duration;
+
+use common::{changed, closed_port, snapshot, spec, TestServer};
+use lockstep_layers::cdp::Cdp;
+use lockstep_layers::chromium::Chromium;
+use serde_json::json;
+
+fn launch() -> (Chromium, Cdp) {
+    let browser = Chromium::launch(Duration::from_secs(30)).unwrap_or_else(|e| panic!("{e}"));
+    let cdp = Cdp::connect(&browser.endpoint(), Duration::from_secs(10)).unwrap();
+    (browser, cdp)
+}
+
+fn cookie(name: &str, value: &str) -> serde_json::Value {
+    json!({"name": name, "value": value, "domain": "127.0.0.1", "path": "/"})
+}
+
+#[test]
+fn cookie_order_never_matters_and_a_change_is_located() {
+    let (browser, mut cdp) = launch();
+    let s = spec("browser", &[("cdp", json!(browser.endpoint()))]);
+    let empty = snapshot("browser", &s).unwrap();
+    assert_eq!(
+        lockstep_canon::to_vec(&empty, lockstep_canon::Profile::Python).unwrap(),
+        br#"{"cookies":{},"local_storage":{},"session_storage":{}}"#
+    );
+    cdp.call(
+        "Storage.setCookies",
+        json!({"cookies": [cookie("a", "1"), cookie("previous_run", "true")]}),
+    )
+    .unwrap();
+    let first = snapshot("browser", &s).unwrap();
+    cdp.call("Storage.clearCookies", json!({})).unwrap();
+    cdp.call(
+        "Storage.setCookies",
+        json!({"cookies": [cookie("previous_run", "true"), cookie("a", "1")]}),
+    )
+    .unwrap();
+    assert_eq!(snapshot("browser", &s).unwrap(), first);
+    assert_eq!(
+        first.pointer("/cookies/127.0.0.1/previous_run/value"),
+        Some(&"true".into())
+    );
+    cdp.call(
+        "Storage.setCookies",
+        json!({"cookies": [cookie("previous_run", "false")]}),
+    )
+    .unwrap();
+    assert_eq!(
+        changed(&first, &snapshot("browser", &s).unwrap()),
+        ["/cookies/127.0.0.1/previous_run/value"]
+    );
+}
+
+#[test]
+fn storage_is_read_per_origin_and_contexts_apart() {
+    let (browser, mut cdp) = launch();
+    let page = TestServer::start(200, "text/html", "<html><body>page</body></html>");
+    let ctx = cdp.call("Target.createBrowserContext", json!({})).unwrap()["browserContextId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let target = cdp
+        .call(
+            "Target.createTarget",
+            json!({"url": page.url(), "browserContextId": ctx}),
+        )
+        .unwrap()["targetId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let session = cdp
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+        )
+        .unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut ready = false;
+    for _ in 0..500 {
+        let v = cdp
+            .call_in(Some(&session), "Runtime.evaluate", json!({"expression": "document.readyState === 'complete' && location.href", "returnByValue": true}))
+            .unwrap();
+        if v.pointer("/result/value").and_then(|v| v.as_str()) == Some(page.url().as_str()) {
+            ready = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(ready, "the page did not load");
+    cdp.call_in(
+        Some(&session),
+        "Runtime.evaluate",
+        json!({"expression": "localStorage.setItem('theme', 'dark'); sessionStorage.setItem('step', '2'); document.cookie = 'seen=1; path=/'"}),
+    )
+    .unwrap();
+    let origin = format!("http://127.0.0.1:{}", page.port);
+    let only = spec(
+        "browser",
+        &[("cdp", json!(browser.endpoint())), ("context", json!(ctx))],
+    );
+    let s = snapshot("browser", &only).unwrap();
+    let theme = format!("/local_storage/{origin}/theme").replace("~", "~0");
+    assert_eq!(
+        s.pointer(&theme.replacen(&origin, &origin.replace('/', "~1"), 1)),
+        Some(&"dark".into()),
+        "{s:?}"
+    );
+    let step = format!("/session_storage/{}/step", origin.replace('/', "~1"));
+    assert_eq!(s.pointer(&step), Some(&"2".into()), "{s:?}");
+    assert_eq!(
+        s.pointer("/cookies/127.0.0.1/seen/value"),
+        Some(&"1".into())
+    );
+    // The default context holds nothing of it.
+    let default = spec("browser", &[("cdp", json!(browser.endpoint()))]);
+    let all = snapshot("browser", &default).unwrap();
+    assert_eq!(
+        all.pointer("/cookies/127.0.0.1/seen/value"),
+        Some(&"1".into()),
+        "all contexts"
+    );
+    cdp.call(
+        "Target.disposeBrowserContext",
+        json!({"browserContextId": ctx}),
+    )
+    .unwrap();
+    let after = snapshot("browser", &default).unwrap();
+    assert!(after.pointer("/cookies/127.0.0.1").is_none(), "{after:?}");
+}
+
+#[test]
+fn failures_name_layer_probe_and_cause() {
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let err = snapshot("browser", &spec("browser", &[("cdp", json!(url))])).unwrap_err();
+    assert!(
+        err.starts_with("layer `browser` (probe browser): DevTools not answering"),
+        "{err}"
+    );
+    let not_devtools = TestServer::start(200, "text/html", "<html>");
+    let err = snapshot(
+        "browser",
+        &spec("browser", &[("cdp", json!(not_devtools.url()))]),
+    )
+    .unwrap_err();
+    assert!(err.contains("/json/version is not JSON"), "{err}");
+    let (browser, _cdp) = launch();
+    let bad = spec(
+        "browser",
+        &[
+            ("cdp", json!(browser.endpoint())),
+            ("context", json!("NOPE")),
+        ],
+    );
+    let err = snapshot("browser", &bad).unwrap_err();
+    assert!(err.contains("Storage.getCookies"), "{err}");
+}
+
+#[test]
+fn chromium_dies_with_its_guard() {
+    let (browser, _cdp) = launch();
+    let pid = browser.pid() as i32;
+    drop(browser);
+    // The group was sent SIGKILL; its last members may take a moment to be reaped.
+    let mut alive = true;
+    for _ in 0..500 {
+        // SAFETY: signal 0 only asks whether the process group exists.
+        alive = unsafe { libc::kill(-pid, 0) } == 0;
+        if !alive {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !alive,
+        "Chromium's process group {pid} outlived its guard by 5 s"
+    );
+}
