@@ -10,18 +10,22 @@
 //! - [`Profile::Jcs`]: RFC 8785, the JSON Canonicalization Scheme.
 //!
 //! Both profiles stream into any [`std::io::Write`] (a hasher included) without building an
-//! intermediate `String`.
+//! intermediate `String`. [`canonicalize`] goes from JSON text to canonical bytes in one pass
+//! without building a [`Value`] at all (same bytes, same errors as [`parse_with`] then
+//! [`write_value`]).
 
 mod escape;
 mod number_format;
 mod parser;
 mod serde_impls;
 mod sink;
+mod stream;
 mod value;
 mod writer;
 
 pub use parser::ParseOptions;
 pub use serde_impls::{from_value, to_value, ConvertError};
+pub use stream::{canonicalize, CanonError};
 pub use value::{Map, Number, Value};
 pub use writer::{write_value, MAX_WRITE_DEPTH};
 

@@ -5,6 +5,7 @@
 //! garbage are errors, not guesses. Iterative (an explicit stack, bounded by
 //! [`ParseOptions::max_depth`]), so hostile input cannot overflow the call stack.
 
+use crate::writer::Num;
 use crate::{Map, Number, ParseError, Value};
 
 /// Knobs of [`parse_with`](crate::parse_with).
@@ -34,9 +35,9 @@ enum Frame {
 }
 
 pub(crate) struct Parser<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    options: ParseOptions,
+    pub(crate) bytes: &'a [u8],
+    pub(crate) pos: usize,
+    pub(crate) options: ParseOptions,
 }
 
 impl<'a> Parser<'a> {
@@ -50,7 +51,7 @@ impl<'a> Parser<'a> {
 
     /// Builds the error for byte offset `at`: 1-based line, and 1-based column counted in
     /// characters (every byte that does not continue a UTF-8 sequence starts one).
-    fn error_at(&self, at: usize, message: impl Into<String>) -> ParseError {
+    pub(crate) fn error_at(&self, at: usize, message: impl Into<String>) -> ParseError {
         let at = at.min(self.bytes.len());
         let before = &self.bytes[..at];
         let line_start = before
@@ -69,11 +70,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn error(&self, message: impl Into<String>) -> ParseError {
+    pub(crate) fn error(&self, message: impl Into<String>) -> ParseError {
         self.error_at(self.pos, message)
     }
 
-    fn unexpected(&self) -> ParseError {
+    pub(crate) fn unexpected(&self) -> ParseError {
         match self.bytes.get(self.pos) {
             None => self.error("unexpected end of input"),
             Some(&b) if (0x20..0x7f).contains(&b) => {
@@ -83,7 +84,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn skip_whitespace(&mut self) {
+    pub(crate) fn skip_whitespace(&mut self) {
         while let Some(&b) = self.bytes.get(self.pos) {
             if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                 self.pos += 1;
@@ -93,7 +94,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn peek(&self) -> Option<u8> {
+    pub(crate) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
 
@@ -204,7 +205,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expected(&self, what: &str) -> ParseError {
+    pub(crate) fn expected(&self, what: &str) -> ParseError {
         match self.peek() {
             None => self.error(format!("unexpected end of input, expected {what}")),
             Some(_) => {
@@ -245,7 +246,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn literal(&mut self, word: &[u8], value: Value) -> Result<Value, ParseError> {
+    pub(crate) fn literal(&mut self, word: &[u8], value: Value) -> Result<Value, ParseError> {
         if self.bytes[self.pos..].starts_with(word) {
             self.pos += word.len();
             Ok(value)
@@ -257,7 +258,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn non_finite(&mut self, word: &[u8], f: f64) -> Result<Value, ParseError> {
+    pub(crate) fn non_finite(&mut self, word: &[u8], f: f64) -> Result<Value, ParseError> {
         if !self.bytes[self.pos..].starts_with(word) {
             return Err(self.unexpected());
         }
@@ -280,6 +281,16 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_number(&mut self) -> Result<Value, ParseError> {
+        Ok(Value::Number(match self.number_token()? {
+            Num::Int(i) => Number::Int(i),
+            Num::Big(digits) => Number::BigInt(digits.into()),
+            Num::Float(f) => Number::Float(f),
+        }))
+    }
+
+    /// A number token (the first byte is `-` or a digit). Big integers borrow their digits
+    /// from the input: they are already canonical (no leading zero; `-0` fits `i64`).
+    pub(crate) fn number_token(&mut self) -> Result<Num<'a>, ParseError> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -325,43 +336,80 @@ impl<'a> Parser<'a> {
             if f.is_infinite() && !self.options.allow_nan {
                 return Err(self.error_at(start, "number out of range of a double"));
             }
-            Ok(Value::Number(Number::Float(f)))
+            Ok(Num::Float(f))
         } else {
-            Ok(Value::Number(match text.parse::<i64>() {
-                Ok(i) => Number::Int(i),
-                Err(_) => Number::BigInt(text.into()),
-            }))
+            Ok(match text.parse::<i64>() {
+                Ok(i) => Num::Int(i),
+                Err(_) => Num::Big(text),
+            })
         }
     }
 
     fn parse_string(&mut self) -> Result<String, ParseError> {
+        let mut out = String::new();
+        match self.string_token(&mut out)? {
+            Some(raw) => Ok(raw.to_owned()),
+            None => Ok(out),
+        }
+    }
+
+    /// The run of bytes from `pos` up to the first `"`, `\\` or control character, skipping
+    /// 8 bytes at a time where none of them can end the run.
+    #[inline]
+    fn plain_run(&mut self) -> &'a [u8] {
+        let bytes = self.bytes;
+        let start = self.pos;
+        let mut i = start;
+        while let Some(chunk) = bytes.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            if crate::escape::ends_string_run(u64::from_le_bytes(word)) {
+                break;
+            }
+            i += 8;
+        }
+        while let Some(&b) = bytes.get(i) {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                break;
+            }
+            i += 1;
+        }
+        self.pos = i;
+        &bytes[start..i]
+    }
+
+    /// A string token (`pos` at its opening quote). A string without escapes is returned as
+    /// the input's own (validated) bytes; otherwise it is decoded into `out` (cleared first)
+    /// and `None` is returned.
+    pub(crate) fn string_token(&mut self, out: &mut String) -> Result<Option<&'a str>, ParseError> {
         debug_assert_eq!(self.peek(), Some(b'"'));
         self.pos += 1;
-        let mut out = String::new();
+        out.clear();
+        let mut first = true;
         loop {
             let run_start = self.pos;
-            while let Some(&b) = self.bytes.get(self.pos) {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
-            let run = &self.bytes[run_start..self.pos];
-            match std::str::from_utf8(run) {
-                Ok(s) => out.push_str(s),
+            let run = self.plain_run();
+            let text = match std::str::from_utf8(run) {
+                Ok(s) => s,
                 Err(e) => {
                     return Err(
                         self.error_at(run_start + e.valid_up_to(), "invalid UTF-8 in a string")
                     )
                 }
+            };
+            if first && self.peek() == Some(b'"') {
+                self.pos += 1;
+                return Ok(Some(text));
             }
+            first = false;
+            out.push_str(text);
             match self.peek() {
                 None => return Err(self.error("unterminated string")),
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(None);
                 }
-                Some(b'\\') => self.parse_escape(&mut out)?,
+                Some(b'\\') => self.parse_escape(out)?,
                 Some(b) => {
                     return Err(self.error(format!(
                         "control character 0x{b:02x} must be escaped in a string"

@@ -10,7 +10,7 @@ use crate::escape::{jcs_string, python_string};
 use crate::number_format::{
     exact_f64_of_decimal, exact_f64_of_i64, jcs_float, python_float, NumberBuffer,
 };
-use crate::sink::Sink;
+use crate::sink::{Out, Sink};
 use crate::{Error, Map, Number, Profile, Value, WriteError};
 
 /// Deepest nesting the writer accepts. Recursion stays far from the stack limit, even on a
@@ -45,10 +45,10 @@ struct Walk<'a, W: io::Write> {
 
 /// What one step of the walk returns. The error is boxed so the happy path returns a single
 /// register through every level of recursion.
-type Walked = Result<(), Box<WriteError>>;
+pub(crate) type Walked = Result<(), Box<WriteError>>;
 
 #[cold]
-fn refuse(message: impl Into<String>) -> Box<WriteError> {
+pub(crate) fn refuse(message: impl Into<String>) -> Box<WriteError> {
     Box::new(WriteError {
         pointer: String::new(),
         message: message.into(),
@@ -73,7 +73,7 @@ impl<W: io::Write> Walk<'_, W> {
             Value::Null => self.out.put(b"null"),
             Value::Bool(true) => self.out.put(b"true"),
             Value::Bool(false) => self.out.put(b"false"),
-            Value::Number(n) => self.python_number(n)?,
+            Value::Number(n) => python_number(n.as_num(), self.allow_nan, &mut self.out)?,
             Value::String(s) => python_string(s, &mut self.out),
             Value::Array(items) => {
                 if depth >= MAX_WRITE_DEPTH {
@@ -121,44 +121,12 @@ impl<W: io::Write> Walk<'_, W> {
         Ok(())
     }
 
-    fn python_number(&mut self, n: &Number) -> Walked {
-        match n {
-            Number::Int(i) => {
-                let mut buf = itoa::Buffer::new();
-                self.out.put(buf.format(*i).as_bytes());
-            }
-            Number::BigInt(digits) => self.out.put(digits.as_bytes()),
-            Number::Float(f) if f.is_finite() => {
-                let mut buf = NumberBuffer::new();
-                python_float(*f, &mut buf);
-                self.out.put(buf.as_bytes());
-            }
-            Number::Float(f) => {
-                let word: &[u8] = if f.is_nan() {
-                    b"NaN"
-                } else if *f > 0.0 {
-                    b"Infinity"
-                } else {
-                    b"-Infinity"
-                };
-                if !self.allow_nan {
-                    return Err(refuse(format!(
-                        "{} has no canonical form in profile python-strict",
-                        String::from_utf8_lossy(word)
-                    )));
-                }
-                self.out.put(word);
-            }
-        }
-        Ok(())
-    }
-
     fn jcs(&mut self, value: &Value, depth: usize) -> Walked {
         match value {
             Value::Null => self.out.put(b"null"),
             Value::Bool(true) => self.out.put(b"true"),
             Value::Bool(false) => self.out.put(b"false"),
-            Value::Number(n) => self.jcs_number(n)?,
+            Value::Number(n) => jcs_number(n.as_num(), &mut self.out)?,
             Value::String(s) => jcs_string(s, &mut self.out),
             Value::Array(items) => {
                 if depth >= MAX_WRITE_DEPTH {
@@ -215,43 +183,97 @@ impl<W: io::Write> Walk<'_, W> {
         self.jcs(item, depth + 1)
             .map_err(|e| under(|| key.to_owned(), e))
     }
+}
 
-    fn jcs_number(&mut self, n: &Number) -> Walked {
-        let f = match n {
-            Number::Int(i) => {
-                if i.unsigned_abs() <= 1 << 53 {
-                    // Exact as a double and printed by ECMAScript as the plain integer.
-                    let mut buf = itoa::Buffer::new();
-                    self.out.put(buf.format(*i).as_bytes());
-                    return Ok(());
-                }
-                exact_f64_of_i64(*i).ok_or_else(|| {
-                    refuse(format!(
-                        "integer {i} is not exactly representable as a double (profile jcs)"
-                    ))
-                })?
-            }
-            Number::BigInt(digits) => exact_f64_of_decimal(digits).ok_or_else(|| {
-                refuse(format!(
-                    "integer {digits} is not exactly representable as a double (profile jcs)"
-                ))
-            })?,
-            Number::Float(f) => *f,
-        };
-        if f.is_nan() {
-            return Err(refuse("NaN has no canonical form in profile jcs"));
+/// A number as the writers see it: [`Number`] or a number token of the streaming
+/// canonicaliser, whose big integers borrow the input's digits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Num<'a> {
+    Int(i64),
+    /// Canonical decimal digits of an integer beyond `i64`.
+    Big(&'a str),
+    Float(f64),
+}
+
+impl Number {
+    pub(crate) fn as_num(&self) -> Num<'_> {
+        match self {
+            Number::Int(i) => Num::Int(*i),
+            Number::BigInt(d) => Num::Big(d),
+            Number::Float(f) => Num::Float(*f),
         }
-        if f.is_infinite() {
-            let word = if f > 0.0 { "Infinity" } else { "-Infinity" };
-            return Err(refuse(format!(
-                "{word} has no canonical form in profile jcs"
-            )));
-        }
-        let mut buf = NumberBuffer::new();
-        jcs_float(f, &mut buf);
-        self.out.put(buf.as_bytes());
-        Ok(())
     }
+}
+
+/// A number in the python profiles; `allow_nan` is false for `python-strict`.
+pub(crate) fn python_number<O: Out>(n: Num<'_>, allow_nan: bool, out: &mut O) -> Walked {
+    match n {
+        Num::Int(i) => {
+            let mut buf = itoa::Buffer::new();
+            out.put(buf.format(i).as_bytes());
+        }
+        Num::Big(digits) => out.put(digits.as_bytes()),
+        Num::Float(f) if f.is_finite() => {
+            let mut buf = NumberBuffer::new();
+            python_float(f, &mut buf);
+            out.put(buf.as_bytes());
+        }
+        Num::Float(f) => {
+            let word: &[u8] = if f.is_nan() {
+                b"NaN"
+            } else if f > 0.0 {
+                b"Infinity"
+            } else {
+                b"-Infinity"
+            };
+            if !allow_nan {
+                return Err(refuse(format!(
+                    "{} has no canonical form in profile python-strict",
+                    String::from_utf8_lossy(word)
+                )));
+            }
+            out.put(word);
+        }
+    }
+    Ok(())
+}
+
+/// A number in the jcs profile: every number is the double it denotes.
+pub(crate) fn jcs_number<O: Out>(n: Num<'_>, out: &mut O) -> Walked {
+    let f = match n {
+        Num::Int(i) => {
+            if i.unsigned_abs() <= 1 << 53 {
+                // Exact as a double and printed by ECMAScript as the plain integer.
+                let mut buf = itoa::Buffer::new();
+                out.put(buf.format(i).as_bytes());
+                return Ok(());
+            }
+            exact_f64_of_i64(i).ok_or_else(|| {
+                refuse(format!(
+                    "integer {i} is not exactly representable as a double (profile jcs)"
+                ))
+            })?
+        }
+        Num::Big(digits) => exact_f64_of_decimal(digits).ok_or_else(|| {
+            refuse(format!(
+                "integer {digits} is not exactly representable as a double (profile jcs)"
+            ))
+        })?,
+        Num::Float(f) => f,
+    };
+    if f.is_nan() {
+        return Err(refuse("NaN has no canonical form in profile jcs"));
+    }
+    if f.is_infinite() {
+        let word = if f > 0.0 { "Infinity" } else { "-Infinity" };
+        return Err(refuse(format!(
+            "{word} has no canonical form in profile jcs"
+        )));
+    }
+    let mut buf = NumberBuffer::new();
+    jcs_float(f, &mut buf);
+    out.put(buf.as_bytes());
+    Ok(())
 }
 
 /// How many members of a container have their allocations prefetched when the walk enters

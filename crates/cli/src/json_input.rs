@@ -18,35 +18,57 @@ pub fn input_label(input: Option<&PathBuf>) -> String {
     }
 }
 
-/// Reads and strictly parses the input. NaN and infinity literals are accepted here so that
+/// Inputs larger than this are refused unless a command says otherwise.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// The options every command parses with: NaN and infinity literals are accepted here so that
 /// the profile, not the parser, decides about them: `python` writes them back as Python
 /// does, `python-strict` and `jcs` refuse them naming their JSON Pointer.
-pub fn read_value(input: Option<&PathBuf>) -> anyhow::Result<Value> {
-    let label = input_label(input);
-    let mut bytes = Vec::new();
-    match input {
-        Some(p) if p.as_os_str() != "-" => {
-            bytes = std::fs::read(p).with_context(|| format!("cannot read {label}"))?;
-        }
-        _ => {
-            std::io::stdin()
-                .lock()
-                .read_to_end(&mut bytes)
-                .with_context(|| format!("cannot read {label}"))?;
-        }
-    }
-    let options = ParseOptions {
+pub fn parse_options() -> ParseOptions {
+    ParseOptions {
         allow_nan: true,
         ..ParseOptions::default()
+    }
+}
+
+/// A parse error as every command words it: `FILE:LINE:COLUMN: invalid JSON: MESSAGE`.
+pub fn parse_error(label: &str, e: &lockstep_canon::ParseError) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{label}:{}:{}: invalid JSON: {}",
+        e.line,
+        e.column,
+        e.message
+    )
+}
+
+/// The input's bytes (a file, or standard input for `-` or no path), refusing more than
+/// `max_bytes`. The one place every command reads its JSON input.
+pub fn read_input(input: Option<&PathBuf>, max_bytes: u64) -> anyhow::Result<Vec<u8>> {
+    let label = input_label(input);
+    let mut bytes = Vec::new();
+    let read = match input {
+        Some(p) if p.as_os_str() != "-" => std::fs::File::open(p).and_then(|f| {
+            let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+            bytes.reserve_exact(size.min(max_bytes) as usize + 1);
+            f.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes)
+        }),
+        _ => std::io::stdin()
+            .lock()
+            .take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes),
     };
-    lockstep_canon::parse_with(&bytes, &options).map_err(|e| {
-        anyhow::anyhow!(
-            "{label}:{}:{}: invalid JSON: {}",
-            e.line,
-            e.column,
-            e.message
-        )
-    })
+    read.with_context(|| format!("cannot read {label}"))?;
+    if bytes.len() as u64 > max_bytes {
+        anyhow::bail!("{label}: input is larger than the limit of {max_bytes} bytes");
+    }
+    Ok(bytes)
+}
+
+/// Reads and strictly parses the input (see [`parse_options`]).
+pub fn read_value(input: Option<&PathBuf>) -> anyhow::Result<Value> {
+    let label = input_label(input);
+    let bytes = read_input(input, DEFAULT_MAX_INPUT_BYTES)?;
+    lockstep_canon::parse_with(&bytes, &parse_options()).map_err(|e| parse_error(&label, &e))
 }
 
 /// Reads the JSON file at `path` (see [`read_value`]).
