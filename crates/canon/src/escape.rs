@@ -69,8 +69,8 @@ pub(crate) fn ends_string_run(w: u64) -> bool {
 
 /// The first index at or after `i` worth looking at byte by byte: skips whole 8-byte words
 /// that need no escape.
-#[inline]
-fn skip_plain_words(bytes: &[u8], mut i: usize, needs_escape: fn(u64) -> bool) -> usize {
+#[inline(always)]
+fn skip_plain_words(bytes: &[u8], mut i: usize, needs_escape: impl Fn(u64) -> bool) -> usize {
     while let Some(chunk) = bytes.get(i..i + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);

@@ -28,6 +28,17 @@ impl Default for ParseOptions {
     }
 }
 
+/// Byte offsets of a number token's parts: `-`? int (`.` fraction)? (`e` exponent)?.
+pub(crate) struct NumberShape {
+    pub(crate) start: usize,
+    pub(crate) int_start: usize,
+    pub(crate) int_end: usize,
+    /// `int_end` when there is no fraction; else the end of its digits.
+    pub(crate) fraction_end: usize,
+    pub(crate) exponent: bool,
+    pub(crate) end: usize,
+}
+
 enum Frame {
     Array(Vec<Value>),
     /// An object, the key awaiting its value, and where that key started (for duplicates).
@@ -288,9 +299,9 @@ impl<'a> Parser<'a> {
         }))
     }
 
-    /// A number token (the first byte is `-` or a digit). Big integers borrow their digits
-    /// from the input: they are already canonical (no leading zero; `-0` fits `i64`).
-    pub(crate) fn number_token(&mut self) -> Result<Num<'a>, ParseError> {
+    /// Where the parts of a number token are (the first byte is `-` or a digit), checking
+    /// its grammar.
+    pub(crate) fn number_shape(&mut self) -> Result<NumberShape, ParseError> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -308,14 +319,16 @@ impl<'a> Parser<'a> {
             }
             _ => return Err(self.error("expected a digit in a number")),
         }
-        let mut is_float = false;
+        let int_end = self.pos;
+        let mut fraction_end = int_end;
         if self.peek() == Some(b'.') {
             self.pos += 1;
             if self.digits() == 0 {
                 return Err(self.error("expected a digit after the decimal point"));
             }
-            is_float = true;
+            fraction_end = self.pos;
         }
+        let mut exponent = false;
         if matches!(self.peek(), Some(b'e' | b'E')) {
             self.pos += 1;
             if matches!(self.peek(), Some(b'+' | b'-')) {
@@ -324,10 +337,31 @@ impl<'a> Parser<'a> {
             if self.digits() == 0 {
                 return Err(self.error("expected a digit in the exponent"));
             }
-            is_float = true;
+            exponent = true;
         }
+        Ok(NumberShape {
+            start,
+            int_start,
+            int_end,
+            fraction_end,
+            exponent,
+            end: self.pos,
+        })
+    }
+
+    /// A number token (the first byte is `-` or a digit). Big integers borrow their digits
+    /// from the input: they are already canonical (no leading zero; `-0` fits `i64`).
+    pub(crate) fn number_token(&mut self) -> Result<Num<'a>, ParseError> {
+        let shape = self.number_shape()?;
+        self.number_value(&shape)
+    }
+
+    /// The value of a number token whose grammar [`Parser::number_shape`] checked.
+    pub(crate) fn number_value(&self, shape: &NumberShape) -> Result<Num<'a>, ParseError> {
+        let start = shape.start;
+        let is_float = shape.fraction_end > shape.int_end || shape.exponent;
         // The slice is ASCII digits and signs by construction.
-        let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or("");
+        let text = std::str::from_utf8(&self.bytes[start..shape.end]).unwrap_or("");
         if is_float {
             // Rust's float parsing is correctly rounded (Eisel-Lemire with a bignum fallback).
             let f: f64 = text
@@ -354,28 +388,32 @@ impl<'a> Parser<'a> {
     }
 
     /// The run of bytes from `pos` up to the first `"`, `\\` or control character, skipping
-    /// 8 bytes at a time where none of them can end the run.
+    /// 8 bytes at a time where none of them can end the run, and whether it is all ASCII.
     #[inline]
-    fn plain_run(&mut self) -> &'a [u8] {
+    fn plain_run(&mut self) -> (&'a [u8], bool) {
         let bytes = self.bytes;
         let start = self.pos;
         let mut i = start;
+        let mut high = 0u8;
         while let Some(chunk) = bytes.get(i..i + 8) {
             let mut word = [0u8; 8];
             word.copy_from_slice(chunk);
-            if crate::escape::ends_string_run(u64::from_le_bytes(word)) {
+            let w = u64::from_le_bytes(word);
+            if crate::escape::ends_string_run(w) {
                 break;
             }
+            high |= u8::from(w & 0x8080_8080_8080_8080 != 0);
             i += 8;
         }
         while let Some(&b) = bytes.get(i) {
             if b == b'"' || b == b'\\' || b < 0x20 {
                 break;
             }
+            high |= b & 0x80;
             i += 1;
         }
         self.pos = i;
-        &bytes[start..i]
+        (&bytes[start..i], high == 0)
     }
 
     /// A string token (`pos` at its opening quote). A string without escapes is returned as
@@ -388,8 +426,14 @@ impl<'a> Parser<'a> {
         let mut first = true;
         loop {
             let run_start = self.pos;
-            let run = self.plain_run();
-            let text = match std::str::from_utf8(run) {
+            let (run, ascii) = self.plain_run();
+            let checked = if ascii {
+                // SAFETY: every byte of `run` is below 0x80, and ASCII is valid UTF-8.
+                Ok(unsafe { std::str::from_utf8_unchecked(run) })
+            } else {
+                std::str::from_utf8(run)
+            };
+            let text = match checked {
                 Ok(s) => s,
                 Err(e) => {
                     return Err(

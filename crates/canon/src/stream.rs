@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use std::io;
 
 use crate::escape::{jcs_string, python_string};
-use crate::parser::Parser;
+use crate::parser::{NumberShape, Parser};
 use crate::sink::Out;
 use crate::writer::{cmp_utf16, jcs_number, python_number, Num};
 use crate::{ParseError, ParseOptions, Profile, Value, WriteError, MAX_WRITE_DEPTH};
@@ -70,7 +70,6 @@ pub fn canonicalize<W: io::Write>(
         open_objects: 0,
         scratch: String::new(),
         order: Vec::new(),
-        reordered: Vec::new(),
         error: None,
         io_error: None,
     };
@@ -98,6 +97,8 @@ const SCAN_MEMBERS: usize = 32;
 /// One member of an open object: its key (raw UTF-8, in `keys`) and its canonical text
 /// `"key":value` (in `buf`).
 struct Member {
+    /// The key's first 8 bytes, big-endian, zero-padded: orders most keys in one compare.
+    prefix: u64,
     key_start: usize,
     key_end: usize,
     text_start: usize,
@@ -117,6 +118,8 @@ struct Obj {
     text_start: usize,
     /// Every key so far came in the profile's order (so none repeats and nothing moves).
     sorted: bool,
+    /// A key has an astral char, whose UTF-16 order (profile jcs) is not its byte order.
+    astral: bool,
     seen: Option<HashSet<Box<[u8]>>>,
 }
 
@@ -146,7 +149,6 @@ struct Canon<'a> {
     /// A decoded string (one with escapes).
     scratch: String,
     order: Vec<usize>,
-    reordered: Vec<u8>,
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
     io_error: Option<io::Error>,
@@ -216,6 +218,7 @@ impl Canon<'_> {
                             key_at,
                             text_start: start,
                             sorted: true,
+                            astral: false,
                             seen: None,
                         }));
                         continue;
@@ -315,6 +318,22 @@ impl Canon<'_> {
         }
     }
 
+    /// [`Canon::key_cmp`] of two members: by their prefixes first, where byte order is the
+    /// profile's order (no astral key in the object, or profile python).
+    fn member_cmp(by_bytes: bool, keys: &[u8], a: &Member, b: &Member) -> Ordering {
+        if by_bytes {
+            let o = a.prefix.cmp(&b.prefix);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Self::key_cmp(
+            !by_bytes,
+            &keys[a.key_start..a.key_end],
+            &keys[b.key_start..b.key_end],
+        )
+    }
+
     /// The value of the pending member is complete: refuse a duplicate key (at the key's
     /// position, as the parser does when it inserts the member) and record the member.
     fn member_done(&mut self) -> Result<(), ParseError> {
@@ -322,11 +341,24 @@ impl Canon<'_> {
             return Ok(());
         };
         let key = &self.keys[obj.key_start..obj.key_end];
+        let mut head = [0u8; 8];
+        let n = key.len().min(8);
+        head[..n].copy_from_slice(&key[..n]);
+        let member = Member {
+            prefix: u64::from_be_bytes(head),
+            key_start: obj.key_start,
+            key_end: obj.key_end,
+            text_start: obj.text_start,
+            text_end: self.buf.len(),
+        };
+        if self.jcs && !obj.astral && key.iter().any(|&b| b >= 0xf0) {
+            obj.astral = true;
+        }
         let earlier = &self.members[obj.first_member..];
         if obj.sorted {
             if let Some(last) = earlier.last() {
-                let prev = &self.keys[last.key_start..last.key_end];
-                if Self::key_cmp(self.jcs, prev, key) != Ordering::Less {
+                let by_bytes = !obj.astral;
+                if Self::member_cmp(by_bytes, &self.keys, last, &member) != Ordering::Less {
                     obj.sorted = false;
                 }
             }
@@ -352,12 +384,7 @@ impl Canon<'_> {
                 return Err(self.p.error_at(at, message));
             }
         }
-        self.members.push(Member {
-            key_start: obj.key_start,
-            key_end: obj.key_end,
-            text_start: obj.text_start,
-            text_end: self.buf.len(),
-        });
+        self.members.push(member);
         Ok(())
     }
 
@@ -369,28 +396,24 @@ impl Canon<'_> {
         let members = &self.members[obj.first_member..];
         if !obj.sorted {
             let keys = &self.keys;
-            let jcs = self.jcs;
+            let by_bytes = !obj.astral;
             self.order.clear();
             self.order.extend(0..members.len());
             self.order.sort_unstable_by(|&a, &b| {
-                let (a, b) = (&members[a], &members[b]);
-                Self::key_cmp(
-                    jcs,
-                    &keys[a.key_start..a.key_end],
-                    &keys[b.key_start..b.key_end],
-                )
+                Self::member_cmp(by_bytes, keys, &members[a], &members[b])
             });
-            self.reordered.clear();
+            // The members' texts in order go after the object's current end, then the whole
+            // run moves down to where the object's members start.
+            let end = self.buf.len();
             for (i, &m) in self.order.iter().enumerate() {
                 if i > 0 {
-                    self.reordered.push(b',');
+                    self.buf.byte(b',');
                 }
                 let m = &members[m];
-                self.reordered
-                    .extend_from_slice(&self.buf[m.text_start..m.text_end]);
+                self.buf.extend_from_within(m.text_start..m.text_end);
             }
-            self.buf.truncate(obj.start);
-            self.buf.extend_from_slice(&self.reordered);
+            self.buf.copy_within(end.., obj.start);
+            self.buf.truncate(obj.start + (self.buf.len() - end));
         }
         self.members.truncate(obj.first_member);
         self.keys.truncate(obj.keys_start);
@@ -433,7 +456,14 @@ impl Canon<'_> {
             Some(b'-') if self.p.bytes.get(self.p.pos + 1) == Some(&b'I') => {
                 self.non_finite(b"-Infinity", f64::NEG_INFINITY)?
             }
-            Some(b'-' | b'0'..=b'9') => self.p.number_token()?,
+            Some(b'-' | b'0'..=b'9') => {
+                let shape = self.p.number_shape()?;
+                if verbatim_number(self.p.bytes, &shape, self.jcs) {
+                    self.buf.put(&self.p.bytes[shape.start..shape.end]);
+                    return Ok(());
+                }
+                self.p.number_value(&shape)?
+            }
             _ => return Err(self.p.unexpected()),
         };
         let written = if self.jcs {
@@ -474,6 +504,43 @@ impl Canon<'_> {
             self.error = Some((path, e));
         }
     }
+}
+
+/// Whether a number's own text is already its canonical text in the profile, so that
+/// converting it to binary and back can be skipped:
+///
+/// - an integer of at most 18 digits (python; it fits `i64`, which the writer prints as
+///   itself) or 15 digits (jcs; below 2^53), except `-0` (written `0`);
+/// - a decimal without exponent of at most 15 digits whose last fraction digit is not `0`,
+///   at least 1e-4 in magnitude: both profiles write it in fixed notation with the
+///   shortest digits that round-trip, and those are its own digits (any decimal of at most
+///   15 significant digits is recovered from its nearest double, so no shorter or other
+///   string of as many digits maps to that double);
+/// - in python only, a whole decimal `D.0` of at most 15 digits (`-0.0` included), which
+///   Python's `repr` writes as itself.
+///
+/// Everything else goes the long way. Tested against it (`tests/stream_differential.rs`).
+fn verbatim_number(bytes: &[u8], n: &NumberShape, jcs: bool) -> bool {
+    if n.exponent {
+        return false;
+    }
+    let int = &bytes[n.int_start..n.int_end];
+    let negative = n.start != n.int_start;
+    if n.fraction_end == n.int_end {
+        let max = if jcs { 15 } else { 18 };
+        return int.len() <= max && !(negative && int == b"0");
+    }
+    let fraction = &bytes[n.int_end + 1..n.fraction_end];
+    if int.len() + fraction.len() > 15 {
+        return false;
+    }
+    if fraction == b"0" {
+        return !jcs;
+    }
+    if fraction.last() == Some(&b'0') {
+        return false;
+    }
+    int != b"0" || fraction.iter().take_while(|&&d| d == b'0').count() <= 3
 }
 
 /// Canonical walk order of two paths (both end at a scalar, so neither is a prefix of the

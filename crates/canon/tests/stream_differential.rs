@@ -263,3 +263,62 @@ fn long_documents_across_flushes() {
         check(text.as_bytes(), &mut counts);
     }
 }
+
+/// Numbers whose text is copied as is (see `verbatim_number`) and their neighbours: every
+/// length of integer and fraction around the limits, leading and trailing zeros, signs,
+/// exponents.
+#[test]
+fn numbers_copied_or_converted_alike() {
+    let mut rng = Rng(1616);
+    let mut counts = [0; 3];
+    let digits = |rng: &mut Rng, n: u64, out: &mut String| {
+        for _ in 0..n {
+            let d = match rng.below(4) {
+                0 => b'0',
+                1 => b'9',
+                _ => b'0' + rng.below(10) as u8,
+            };
+            out.push(d as char);
+        }
+    };
+    let mut items = Vec::new();
+    for _ in 0..40_000 {
+        let mut t = String::new();
+        if rng.below(3) == 0 {
+            t.push('-');
+        }
+        let int_len = rng.below(20);
+        if int_len == 0 || rng.below(3) == 0 {
+            t.push('0');
+        } else {
+            t.push((b'1' + rng.below(9) as u8) as char);
+            digits(&mut rng, int_len - 1, &mut t);
+        }
+        if rng.below(4) != 0 {
+            t.push('.');
+            let zeros = rng.below(6);
+            t.extend(std::iter::repeat_n('0', zeros as usize));
+            let n = 1 + rng.below(17);
+            digits(&mut rng, n, &mut t);
+        }
+        if rng.below(8) == 0 {
+            t.push_str(["e5", "E-3", "e+0", "e-400"][rng.below(4) as usize]);
+        }
+        items.push(t);
+    }
+    for chunk in items.chunks(500) {
+        check(format!("[{}]", chunk.join(",")).as_bytes(), &mut counts);
+    }
+    for t in [
+        "0.0",
+        "-0.0",
+        "5.0",
+        "-0",
+        "0.0001",
+        "0.00001",
+        "0.00012",
+        "999999999999999.9",
+    ] {
+        check(format!("[{t}]").as_bytes(), &mut counts);
+    }
+}
