@@ -8,6 +8,7 @@ pub mod experiment;
 pub mod fingerprint;
 pub mod golden;
 pub mod range;
+pub mod range_bench;
 pub mod replay;
 pub mod report;
 pub mod trace;

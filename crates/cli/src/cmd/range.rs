@@ -68,6 +68,10 @@ struct BenchArgs {
     preset: Option<String>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Also step a second env traced, in alternating blocks, and print both env-steps/s and
+    /// their ratio (traced / untraced, last line).
+    #[arg(long)]
+    trace: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -183,6 +187,10 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let params = params_for(&a.scenario, a.preset.as_deref())?;
     params.validate()?;
+    if a.trace {
+        super::range_bench::traced_vs_untraced(&params, a.seed, a.seconds)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // Reset time of the pure core and of the env (which also renders every observation).
     let n = 2000u64;
     let t0 = Instant::now();
@@ -251,7 +259,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
 
 /// Nanoseconds this thread has run on a CPU (Linux `/proc/thread-self/schedstat`), so that a
 /// benchmark on a shared machine can say how much of the wall time it actually had.
-fn thread_cpu_ns() -> Option<u64> {
+pub(super) fn thread_cpu_ns() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     s.split_whitespace().next()?.parse().ok()
 }
