@@ -70,6 +70,8 @@ pub fn canonicalize<W: io::Write>(
         open_objects: 0,
         scratch: String::new(),
         order: Vec::new(),
+        targets: Vec::new(),
+        aside: Vec::new(),
         error: None,
         io_error: None,
     };
@@ -149,6 +151,9 @@ struct Canon<'a> {
     /// A decoded string (one with escapes).
     scratch: String,
     order: Vec<usize>,
+    /// Where each member of an object being reordered goes, and the members copied aside.
+    targets: Vec<usize>,
+    aside: Vec<u8>,
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
     io_error: Option<io::Error>,
@@ -402,18 +407,45 @@ impl Canon<'_> {
             self.order.sort_unstable_by(|&a, &b| {
                 Self::member_cmp(by_bytes, keys, &members[a], &members[b])
             });
-            // The members' texts in order go after the object's current end, then the whole
-            // run moves down to where the object's members start.
-            let end = self.buf.len();
-            for (i, &m) in self.order.iter().enumerate() {
-                if i > 0 {
-                    self.buf.byte(b',');
+            // Same members, same number of commas: the object keeps its length. The largest
+            // member moves within the buffer (memmove); only the others are copied aside
+            // first, so a huge member (a large array) is never held twice.
+            let largest = (0..members.len())
+                .max_by_key(|&i| members[i].text_end - members[i].text_start)
+                .unwrap_or(0);
+            self.aside.clear();
+            for (i, m) in members.iter().enumerate() {
+                if i != largest {
+                    self.aside
+                        .extend_from_slice(&self.buf[m.text_start..m.text_end]);
                 }
-                let m = &members[m];
-                self.buf.extend_from_within(m.text_start..m.text_end);
             }
-            self.buf.copy_within(end.., obj.start);
-            self.buf.truncate(obj.start + (self.buf.len() - end));
+            // Where each member goes, in key order.
+            self.targets.clear();
+            self.targets.resize(members.len(), 0);
+            let mut at = obj.start;
+            for &m in &self.order {
+                self.targets[m] = at;
+                at += members[m].text_end - members[m].text_start + 1;
+            }
+            let big = &members[largest];
+            self.buf
+                .copy_within(big.text_start..big.text_end, self.targets[largest]);
+            let mut from = 0;
+            for (i, m) in members.iter().enumerate() {
+                let len = m.text_end - m.text_start;
+                if i != largest {
+                    let to = self.targets[i];
+                    self.buf[to..to + len].copy_from_slice(&self.aside[from..from + len]);
+                    from += len;
+                }
+                let after = self.targets[i] + len;
+                if after < self.buf.len() {
+                    // A comma after every member but the last in key order (that position
+                    // is the object's end, where `}` goes next).
+                    self.buf[after] = b',';
+                }
+            }
         }
         self.members.truncate(obj.first_member);
         self.keys.truncate(obj.keys_start);
