@@ -372,7 +372,7 @@ impl Canon<'_> {
             let duplicate = if obj.seen.is_none() && earlier.len() <= SCAN_MEMBERS {
                 earlier
                     .iter()
-                    .any(|m| &self.keys[m.key_start..m.key_end] == key)
+                    .any(|m| m.prefix == member.prefix && &self.keys[m.key_start..m.key_end] == key)
             } else {
                 let keys = &self.keys;
                 let seen = obj.seen.get_or_insert_with(|| {
