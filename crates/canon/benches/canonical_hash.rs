@@ -4,6 +4,10 @@
 //! The state generator is SplitMix64 with a fixed seed; `scripts/bench-fingerprint` builds the
 //! same state in Python (same generator, same draw order), so the figures are comparable.
 //!
+//! Also, from the state's text (as `json.dump` writes it, keys reversed): `from_text/parse`
+//! (into the tree) and `from_text/one_pass_*_sha256` (`canonicalize` straight into SHA-256),
+//! in input bytes per second.
+//!
 //! Run: `cargo bench -p lockstep-canon --bench canonical_hash` (`HOSTS=100` for a state that
 //! fits in cache, which separates the writer's own cost from memory latency). The setup
 //! asserts that our JCS bytes equal serde_jcs's and prints the python-profile SHA-256, which
@@ -12,7 +16,9 @@
 use std::io;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use lockstep_canon::{to_vec, write_value, Map, Profile, Value};
+use lockstep_canon::{
+    canonicalize, parse_with, to_vec, write_value, Map, ParseOptions, Profile, Value,
+};
 use sha2::{Digest, Sha256};
 
 pub const HOSTS: u64 = 10_000;
@@ -150,6 +156,43 @@ impl io::Write for HashWriter {
     }
 }
 
+/// The state as a Python environment would store it (`json.dump`: `", "` and `": "`), with
+/// every object's keys in reverse order, so that parsing has whitespace to skip and the
+/// one-pass canonicaliser has every object to reorder.
+fn python_dump_text(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                python_dump_text(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            out.push(b'{');
+            for (i, (k, item)) in map.iter().rev().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                out.extend_from_slice(&to_vec(&Value::from(k.as_str()), Profile::Python).unwrap());
+                out.extend_from_slice(b": ");
+                python_dump_text(item, out);
+            }
+            out.push(b'}');
+        }
+        scalar => out.extend_from_slice(&to_vec(scalar, Profile::Python).unwrap()),
+    }
+}
+
+fn text_fingerprint(text: &[u8], profile: Profile) -> [u8; 32] {
+    let mut w = HashWriter::new();
+    canonicalize(text, &ParseOptions::default(), profile, &mut w).expect("valid state text");
+    w.finish()
+}
+
 fn fingerprint(value: &Value, profile: Profile) -> [u8; 32] {
     let mut w = HashWriter::new();
     write_value(value, profile, &mut w).expect("state has a canonical form");
@@ -172,6 +215,28 @@ fn bench(c: &mut Criterion) {
         Sha256::digest(&python_bytes),
         jcs_bytes.len()
     );
+
+    let mut text = Vec::new();
+    python_dump_text(&state, &mut text);
+    assert_eq!(
+        text_fingerprint(&text, Profile::Python),
+        fingerprint(&state, Profile::Python),
+        "one pass and tree agree"
+    );
+
+    // Text in: parse into the tree, or canonicalise + SHA-256 in one pass (input bytes/s).
+    let mut group = c.benchmark_group("from_text");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("parse", |b| {
+        b.iter(|| parse_with(std::hint::black_box(&text), &ParseOptions::default()).unwrap())
+    });
+    group.bench_function("one_pass_python_sha256", |b| {
+        b.iter(|| text_fingerprint(std::hint::black_box(&text), Profile::Python))
+    });
+    group.bench_function("one_pass_jcs_sha256", |b| {
+        b.iter(|| text_fingerprint(std::hint::black_box(&text), Profile::Jcs))
+    });
+    group.finish();
 
     let mut group = c.benchmark_group("canonical_sha256");
     group.throughput(Throughput::Bytes(python_bytes.len() as u64));

@@ -1,9 +1,7 @@
 //! String escaping for both profiles: runs of plain bytes are copied whole, 8 bytes are
 //! checked at a time.
 
-use std::io;
-
-use crate::sink::Sink;
+use crate::sink::Out;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -62,10 +60,17 @@ fn jcs_word_needs_escape(w: u64) -> bool {
     below_space != 0 || has_zero_byte(w ^ (ONES * 0x22)) || has_zero_byte(w ^ (ONES * 0x5c))
 }
 
+/// Whether any of the 8 bytes in `w` ends a parser's run of plain string bytes: `"`, `\\` or
+/// a control character below 0x20 (the same test as [`jcs_word_needs_escape`]).
+#[inline]
+pub(crate) fn ends_string_run(w: u64) -> bool {
+    jcs_word_needs_escape(w)
+}
+
 /// The first index at or after `i` worth looking at byte by byte: skips whole 8-byte words
 /// that need no escape.
-#[inline]
-fn skip_plain_words(bytes: &[u8], mut i: usize, needs_escape: fn(u64) -> bool) -> usize {
+#[inline(always)]
+fn skip_plain_words(bytes: &[u8], mut i: usize, needs_escape: impl Fn(u64) -> bool) -> usize {
     while let Some(chunk) = bytes.get(i..i + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
@@ -103,7 +108,7 @@ fn u_escape(unit: u16) -> [u8; 6] {
 
 /// `"..."` as Python's `json.dumps(ensure_ascii=True)` writes it: everything outside printable
 /// ASCII as lowercase `\uxxxx` (astral chars as a surrogate pair), 0x7F included.
-pub(crate) fn python_string<W: io::Write>(s: &str, out: &mut Sink<'_, W>) {
+pub(crate) fn python_string<O: Out>(s: &str, out: &mut O) {
     out.byte(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
@@ -145,7 +150,7 @@ pub(crate) fn python_string<W: io::Write>(s: &str, out: &mut Sink<'_, W>) {
 
 /// `"..."` as RFC 8785 section 3.2.2.2 writes it: only `"`, `\` and controls escaped
 /// (`\b \t \n \f \r` short, the rest as lowercase `\u00xx`), everything else as raw UTF-8.
-pub(crate) fn jcs_string<W: io::Write>(s: &str, out: &mut Sink<'_, W>) {
+pub(crate) fn jcs_string<O: Out>(s: &str, out: &mut O) {
     out.byte(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
@@ -175,6 +180,7 @@ pub(crate) fn jcs_string<W: io::Write>(s: &str, out: &mut Sink<'_, W>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sink::Sink;
 
     fn py(s: &str) -> String {
         let mut v = Vec::new();

@@ -10,20 +10,24 @@
 //! - [`Profile::Jcs`]: RFC 8785, the JSON Canonicalization Scheme.
 //!
 //! Both profiles stream into any [`std::io::Write`] (a hasher included) without building an
-//! intermediate `String`.
+//! intermediate `String`. [`canonicalize`] goes from JSON text to canonical bytes in one pass
+//! without building a [`Value`] at all (same bytes, same errors as [`parse_with`] then
+//! [`write_value`]).
 
 mod escape;
 mod number_format;
 mod parser;
 mod serde_impls;
 mod sink;
+mod stream;
 mod value;
 mod writer;
 
 pub use parser::ParseOptions;
 pub use serde_impls::{from_value, to_value, ConvertError};
+pub use stream::{canonicalize, CanonError};
 pub use value::{Map, Number, Value};
-pub use writer::{write_value, MAX_WRITE_DEPTH};
+pub use writer::{append_value, write_value, MAX_WRITE_DEPTH};
 
 use std::io;
 
@@ -111,15 +115,8 @@ pub fn write<W: io::Write>(value: &Value, profile: Profile, out: &mut W) -> io::
 /// The canonical bytes of `value` in `profile`.
 pub fn to_vec(value: &Value, profile: Profile) -> Result<Vec<u8>, WriteError> {
     let mut out = Vec::new();
-    match write_value(value, profile, &mut out) {
-        Ok(()) => Ok(out),
-        Err(Error::Value(e)) => Err(e),
-        // Writing into a Vec cannot fail; keep the message rather than panic if it ever did.
-        Err(Error::Io(e)) => Err(WriteError {
-            pointer: String::new(),
-            message: e.to_string(),
-        }),
-    }
+    append_value(value, profile, &mut out)?;
+    Ok(out)
 }
 
 /// Parses JSON text strictly (see [`ParseError`]) with the default [`ParseOptions`]:

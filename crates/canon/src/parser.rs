@@ -5,6 +5,7 @@
 //! garbage are errors, not guesses. Iterative (an explicit stack, bounded by
 //! [`ParseOptions::max_depth`]), so hostile input cannot overflow the call stack.
 
+use crate::writer::Num;
 use crate::{Map, Number, ParseError, Value};
 
 /// Knobs of [`parse_with`](crate::parse_with).
@@ -27,6 +28,17 @@ impl Default for ParseOptions {
     }
 }
 
+/// Byte offsets of a number token's parts: `-`? int (`.` fraction)? (`e` exponent)?.
+pub(crate) struct NumberShape {
+    pub(crate) start: usize,
+    pub(crate) int_start: usize,
+    pub(crate) int_end: usize,
+    /// `int_end` when there is no fraction; else the end of its digits.
+    pub(crate) fraction_end: usize,
+    pub(crate) exponent: bool,
+    pub(crate) end: usize,
+}
+
 enum Frame {
     Array(Vec<Value>),
     /// An object, the key awaiting its value, and where that key started (for duplicates).
@@ -34,9 +46,9 @@ enum Frame {
 }
 
 pub(crate) struct Parser<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    options: ParseOptions,
+    pub(crate) bytes: &'a [u8],
+    pub(crate) pos: usize,
+    pub(crate) options: ParseOptions,
 }
 
 impl<'a> Parser<'a> {
@@ -50,7 +62,7 @@ impl<'a> Parser<'a> {
 
     /// Builds the error for byte offset `at`: 1-based line, and 1-based column counted in
     /// characters (every byte that does not continue a UTF-8 sequence starts one).
-    fn error_at(&self, at: usize, message: impl Into<String>) -> ParseError {
+    pub(crate) fn error_at(&self, at: usize, message: impl Into<String>) -> ParseError {
         let at = at.min(self.bytes.len());
         let before = &self.bytes[..at];
         let line_start = before
@@ -69,11 +81,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn error(&self, message: impl Into<String>) -> ParseError {
+    pub(crate) fn error(&self, message: impl Into<String>) -> ParseError {
         self.error_at(self.pos, message)
     }
 
-    fn unexpected(&self) -> ParseError {
+    pub(crate) fn unexpected(&self) -> ParseError {
         match self.bytes.get(self.pos) {
             None => self.error("unexpected end of input"),
             Some(&b) if (0x20..0x7f).contains(&b) => {
@@ -83,7 +95,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn skip_whitespace(&mut self) {
+    pub(crate) fn skip_whitespace(&mut self) {
         while let Some(&b) = self.bytes.get(self.pos) {
             if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                 self.pos += 1;
@@ -93,7 +105,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn peek(&self) -> Option<u8> {
+    pub(crate) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
 
@@ -204,7 +216,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expected(&self, what: &str) -> ParseError {
+    pub(crate) fn expected(&self, what: &str) -> ParseError {
         match self.peek() {
             None => self.error(format!("unexpected end of input, expected {what}")),
             Some(_) => {
@@ -245,7 +257,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn literal(&mut self, word: &[u8], value: Value) -> Result<Value, ParseError> {
+    pub(crate) fn literal(&mut self, word: &[u8], value: Value) -> Result<Value, ParseError> {
         if self.bytes[self.pos..].starts_with(word) {
             self.pos += word.len();
             Ok(value)
@@ -257,7 +269,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn non_finite(&mut self, word: &[u8], f: f64) -> Result<Value, ParseError> {
+    pub(crate) fn non_finite(&mut self, word: &[u8], f: f64) -> Result<Value, ParseError> {
         if !self.bytes[self.pos..].starts_with(word) {
             return Err(self.unexpected());
         }
@@ -280,6 +292,16 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_number(&mut self) -> Result<Value, ParseError> {
+        Ok(Value::Number(match self.number_token()? {
+            Num::Int(i) => Number::Int(i),
+            Num::Big(digits) => Number::BigInt(digits.into()),
+            Num::Float(f) => Number::Float(f),
+        }))
+    }
+
+    /// Where the parts of a number token are (the first byte is `-` or a digit), checking
+    /// its grammar.
+    pub(crate) fn number_shape(&mut self) -> Result<NumberShape, ParseError> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -297,14 +319,16 @@ impl<'a> Parser<'a> {
             }
             _ => return Err(self.error("expected a digit in a number")),
         }
-        let mut is_float = false;
+        let int_end = self.pos;
+        let mut fraction_end = int_end;
         if self.peek() == Some(b'.') {
             self.pos += 1;
             if self.digits() == 0 {
                 return Err(self.error("expected a digit after the decimal point"));
             }
-            is_float = true;
+            fraction_end = self.pos;
         }
+        let mut exponent = false;
         if matches!(self.peek(), Some(b'e' | b'E')) {
             self.pos += 1;
             if matches!(self.peek(), Some(b'+' | b'-')) {
@@ -313,10 +337,31 @@ impl<'a> Parser<'a> {
             if self.digits() == 0 {
                 return Err(self.error("expected a digit in the exponent"));
             }
-            is_float = true;
+            exponent = true;
         }
+        Ok(NumberShape {
+            start,
+            int_start,
+            int_end,
+            fraction_end,
+            exponent,
+            end: self.pos,
+        })
+    }
+
+    /// A number token (the first byte is `-` or a digit). Big integers borrow their digits
+    /// from the input: they are already canonical (no leading zero; `-0` fits `i64`).
+    pub(crate) fn number_token(&mut self) -> Result<Num<'a>, ParseError> {
+        let shape = self.number_shape()?;
+        self.number_value(&shape)
+    }
+
+    /// The value of a number token whose grammar [`Parser::number_shape`] checked.
+    pub(crate) fn number_value(&self, shape: &NumberShape) -> Result<Num<'a>, ParseError> {
+        let start = shape.start;
+        let is_float = shape.fraction_end > shape.int_end || shape.exponent;
         // The slice is ASCII digits and signs by construction.
-        let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or("");
+        let text = std::str::from_utf8(&self.bytes[start..shape.end]).unwrap_or("");
         if is_float {
             // Rust's float parsing is correctly rounded (Eisel-Lemire with a bignum fallback).
             let f: f64 = text
@@ -325,43 +370,90 @@ impl<'a> Parser<'a> {
             if f.is_infinite() && !self.options.allow_nan {
                 return Err(self.error_at(start, "number out of range of a double"));
             }
-            Ok(Value::Number(Number::Float(f)))
+            Ok(Num::Float(f))
         } else {
-            Ok(Value::Number(match text.parse::<i64>() {
-                Ok(i) => Number::Int(i),
-                Err(_) => Number::BigInt(text.into()),
-            }))
+            Ok(match text.parse::<i64>() {
+                Ok(i) => Num::Int(i),
+                Err(_) => Num::Big(text),
+            })
         }
     }
 
     fn parse_string(&mut self) -> Result<String, ParseError> {
+        let mut out = String::new();
+        match self.string_token(&mut out)? {
+            Some(raw) => Ok(raw.to_owned()),
+            None => Ok(out),
+        }
+    }
+
+    /// The run of bytes from `pos` up to the first `"`, `\\` or control character, skipping
+    /// 8 bytes at a time where none of them can end the run, and whether it is all ASCII.
+    #[inline]
+    fn plain_run(&mut self) -> (&'a [u8], bool) {
+        let bytes = self.bytes;
+        let start = self.pos;
+        let mut i = start;
+        let mut high = 0u8;
+        while let Some(chunk) = bytes.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let w = u64::from_le_bytes(word);
+            if crate::escape::ends_string_run(w) {
+                break;
+            }
+            high |= u8::from(w & 0x8080_8080_8080_8080 != 0);
+            i += 8;
+        }
+        while let Some(&b) = bytes.get(i) {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                break;
+            }
+            high |= b & 0x80;
+            i += 1;
+        }
+        self.pos = i;
+        (&bytes[start..i], high == 0)
+    }
+
+    /// A string token (`pos` at its opening quote). A string without escapes is returned as
+    /// the input's own (validated) bytes; otherwise it is decoded into `out` (cleared first)
+    /// and `None` is returned.
+    pub(crate) fn string_token(&mut self, out: &mut String) -> Result<Option<&'a str>, ParseError> {
         debug_assert_eq!(self.peek(), Some(b'"'));
         self.pos += 1;
-        let mut out = String::new();
+        out.clear();
+        let mut first = true;
         loop {
             let run_start = self.pos;
-            while let Some(&b) = self.bytes.get(self.pos) {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
-            let run = &self.bytes[run_start..self.pos];
-            match std::str::from_utf8(run) {
-                Ok(s) => out.push_str(s),
+            let (run, ascii) = self.plain_run();
+            let checked = if ascii {
+                // SAFETY: every byte of `run` is below 0x80, and ASCII is valid UTF-8.
+                Ok(unsafe { std::str::from_utf8_unchecked(run) })
+            } else {
+                std::str::from_utf8(run)
+            };
+            let text = match checked {
+                Ok(s) => s,
                 Err(e) => {
                     return Err(
                         self.error_at(run_start + e.valid_up_to(), "invalid UTF-8 in a string")
                     )
                 }
+            };
+            if first && self.peek() == Some(b'"') {
+                self.pos += 1;
+                return Ok(Some(text));
             }
+            first = false;
+            out.push_str(text);
             match self.peek() {
                 None => return Err(self.error("unterminated string")),
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(None);
                 }
-                Some(b'\\') => self.parse_escape(&mut out)?,
+                Some(b'\\') => self.parse_escape(out)?,
                 Some(b) => {
                     return Err(self.error(format!(
                         "control character 0x{b:02x} must be escaped in a string"

@@ -28,6 +28,36 @@ fn small_copy(dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// Where the canonical writers put their tokens: the staging [`Sink`] in front of an
+/// `io::Write`, or a `Vec` the streaming canonicaliser keeps until an object's members can be
+/// put in order.
+pub(crate) trait Out {
+    fn put(&mut self, bytes: &[u8]);
+    fn byte(&mut self, b: u8);
+}
+
+impl Out for Vec<u8> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.push(b);
+    }
+}
+
+impl<W: io::Write> Out for Sink<'_, W> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        Sink::put(self, bytes);
+    }
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        Sink::byte(self, b);
+    }
+}
+
 pub(crate) struct Sink<'a, W: io::Write> {
     out: &'a mut W,
     buf: [u8; CAPACITY],

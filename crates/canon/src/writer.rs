@@ -10,7 +10,7 @@ use crate::escape::{jcs_string, python_string};
 use crate::number_format::{
     exact_f64_of_decimal, exact_f64_of_i64, jcs_float, python_float, NumberBuffer,
 };
-use crate::sink::Sink;
+use crate::sink::{Out, Sink};
 use crate::{Error, Map, Number, Profile, Value, WriteError};
 
 /// Deepest nesting the writer accepts. Recursion stays far from the stack limit, even on a
@@ -25,30 +25,43 @@ pub fn write_value<W: io::Write>(
     profile: Profile,
     out: &mut W,
 ) -> Result<(), Error> {
+    let mut sink = Sink::new(out);
+    walk(value, profile, &mut sink).map_err(|e| Error::Value(*e))?;
+    sink.finish()?;
+    Ok(())
+}
+
+/// Appends the canonical bytes of `value` in `profile` to `out`, the same bytes as
+/// [`write_value`] but straight into the `Vec`: no staging buffer to set up, which is most
+/// of the cost of writing a small value (a member of an info, say).
+///
+/// On an error `out` has received a prefix of the document after its old contents.
+pub fn append_value(value: &Value, profile: Profile, out: &mut Vec<u8>) -> Result<(), WriteError> {
+    walk(value, profile, out).map_err(|e| *e)
+}
+
+fn walk<O: Out>(value: &Value, profile: Profile, out: &mut O) -> Walked {
     let mut walk = Walk {
-        out: Sink::new(out),
+        out,
         allow_nan: profile == Profile::Python,
     };
     match profile {
         Profile::Python | Profile::PythonStrict => walk.python(value, 0),
         Profile::Jcs => walk.jcs(value, 0),
     }
-    .map_err(|e| Error::Value(*e))?;
-    walk.out.finish()?;
-    Ok(())
 }
 
-struct Walk<'a, W: io::Write> {
-    out: Sink<'a, W>,
+struct Walk<'o, O: Out> {
+    out: &'o mut O,
     allow_nan: bool,
 }
 
 /// What one step of the walk returns. The error is boxed so the happy path returns a single
 /// register through every level of recursion.
-type Walked = Result<(), Box<WriteError>>;
+pub(crate) type Walked = Result<(), Box<WriteError>>;
 
 #[cold]
-fn refuse(message: impl Into<String>) -> Box<WriteError> {
+pub(crate) fn refuse(message: impl Into<String>) -> Box<WriteError> {
     Box::new(WriteError {
         pointer: String::new(),
         message: message.into(),
@@ -67,14 +80,14 @@ fn too_deep() -> Box<WriteError> {
     refuse(format!("value nested deeper than {MAX_WRITE_DEPTH} levels"))
 }
 
-impl<W: io::Write> Walk<'_, W> {
+impl<O: Out> Walk<'_, O> {
     fn python(&mut self, value: &Value, depth: usize) -> Walked {
         match value {
             Value::Null => self.out.put(b"null"),
             Value::Bool(true) => self.out.put(b"true"),
             Value::Bool(false) => self.out.put(b"false"),
-            Value::Number(n) => self.python_number(n)?,
-            Value::String(s) => python_string(s, &mut self.out),
+            Value::Number(n) => python_number(n.as_num(), self.allow_nan, self.out)?,
+            Value::String(s) => python_string(s, self.out),
             Value::Array(items) => {
                 if depth >= MAX_WRITE_DEPTH {
                     return Err(too_deep());
@@ -110,7 +123,7 @@ impl<W: io::Write> Walk<'_, W> {
                     if i > 0 {
                         self.out.byte(b',');
                     }
-                    python_string(key, &mut self.out);
+                    python_string(key, self.out);
                     self.out.byte(b':');
                     self.python(item, depth + 1)
                         .map_err(|e| under(|| key.clone(), e))?;
@@ -121,45 +134,13 @@ impl<W: io::Write> Walk<'_, W> {
         Ok(())
     }
 
-    fn python_number(&mut self, n: &Number) -> Walked {
-        match n {
-            Number::Int(i) => {
-                let mut buf = itoa::Buffer::new();
-                self.out.put(buf.format(*i).as_bytes());
-            }
-            Number::BigInt(digits) => self.out.put(digits.as_bytes()),
-            Number::Float(f) if f.is_finite() => {
-                let mut buf = NumberBuffer::new();
-                python_float(*f, &mut buf);
-                self.out.put(buf.as_bytes());
-            }
-            Number::Float(f) => {
-                let word: &[u8] = if f.is_nan() {
-                    b"NaN"
-                } else if *f > 0.0 {
-                    b"Infinity"
-                } else {
-                    b"-Infinity"
-                };
-                if !self.allow_nan {
-                    return Err(refuse(format!(
-                        "{} has no canonical form in profile python-strict",
-                        String::from_utf8_lossy(word)
-                    )));
-                }
-                self.out.put(word);
-            }
-        }
-        Ok(())
-    }
-
     fn jcs(&mut self, value: &Value, depth: usize) -> Walked {
         match value {
             Value::Null => self.out.put(b"null"),
             Value::Bool(true) => self.out.put(b"true"),
             Value::Bool(false) => self.out.put(b"false"),
-            Value::Number(n) => self.jcs_number(n)?,
-            Value::String(s) => jcs_string(s, &mut self.out),
+            Value::Number(n) => jcs_number(n.as_num(), self.out)?,
+            Value::String(s) => jcs_string(s, self.out),
             Value::Array(items) => {
                 if depth >= MAX_WRITE_DEPTH {
                     return Err(too_deep());
@@ -210,49 +191,103 @@ impl<W: io::Write> Walk<'_, W> {
         if i > 0 {
             self.out.byte(b',');
         }
-        jcs_string(key, &mut self.out);
+        jcs_string(key, self.out);
         self.out.byte(b':');
         self.jcs(item, depth + 1)
             .map_err(|e| under(|| key.to_owned(), e))
     }
+}
 
-    fn jcs_number(&mut self, n: &Number) -> Walked {
-        let f = match n {
-            Number::Int(i) => {
-                if i.unsigned_abs() <= 1 << 53 {
-                    // Exact as a double and printed by ECMAScript as the plain integer.
-                    let mut buf = itoa::Buffer::new();
-                    self.out.put(buf.format(*i).as_bytes());
-                    return Ok(());
-                }
-                exact_f64_of_i64(*i).ok_or_else(|| {
-                    refuse(format!(
-                        "integer {i} is not exactly representable as a double (profile jcs)"
-                    ))
-                })?
-            }
-            Number::BigInt(digits) => exact_f64_of_decimal(digits).ok_or_else(|| {
-                refuse(format!(
-                    "integer {} is not exactly representable as a double (profile jcs)",
-                    elided(digits)
-                ))
-            })?,
-            Number::Float(f) => *f,
-        };
-        if f.is_nan() {
-            return Err(refuse("NaN has no canonical form in profile jcs"));
+/// A number as the writers see it: [`Number`] or a number token of the streaming
+/// canonicaliser, whose big integers borrow the input's digits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Num<'a> {
+    Int(i64),
+    /// Canonical decimal digits of an integer beyond `i64`.
+    Big(&'a str),
+    Float(f64),
+}
+
+impl Number {
+    pub(crate) fn as_num(&self) -> Num<'_> {
+        match self {
+            Number::Int(i) => Num::Int(*i),
+            Number::BigInt(d) => Num::Big(d),
+            Number::Float(f) => Num::Float(*f),
         }
-        if f.is_infinite() {
-            let word = if f > 0.0 { "Infinity" } else { "-Infinity" };
-            return Err(refuse(format!(
-                "{word} has no canonical form in profile jcs"
-            )));
-        }
-        let mut buf = NumberBuffer::new();
-        jcs_float(f, &mut buf);
-        self.out.put(buf.as_bytes());
-        Ok(())
     }
+}
+
+/// A number in the python profiles; `allow_nan` is false for `python-strict`.
+pub(crate) fn python_number<O: Out>(n: Num<'_>, allow_nan: bool, out: &mut O) -> Walked {
+    match n {
+        Num::Int(i) => {
+            let mut buf = itoa::Buffer::new();
+            out.put(buf.format(i).as_bytes());
+        }
+        Num::Big(digits) => out.put(digits.as_bytes()),
+        Num::Float(f) if f.is_finite() => {
+            let mut buf = NumberBuffer::new();
+            python_float(f, &mut buf);
+            out.put(buf.as_bytes());
+        }
+        Num::Float(f) => {
+            let word: &[u8] = if f.is_nan() {
+                b"NaN"
+            } else if f > 0.0 {
+                b"Infinity"
+            } else {
+                b"-Infinity"
+            };
+            if !allow_nan {
+                return Err(refuse(format!(
+                    "{} has no canonical form in profile python-strict",
+                    String::from_utf8_lossy(word)
+                )));
+            }
+            out.put(word);
+        }
+    }
+    Ok(())
+}
+
+/// A number in the jcs profile: every number is the double it denotes.
+pub(crate) fn jcs_number<O: Out>(n: Num<'_>, out: &mut O) -> Walked {
+    let f = match n {
+        Num::Int(i) => {
+            if i.unsigned_abs() <= 1 << 53 {
+                // Exact as a double and printed by ECMAScript as the plain integer.
+                let mut buf = itoa::Buffer::new();
+                out.put(buf.format(i).as_bytes());
+                return Ok(());
+            }
+            exact_f64_of_i64(i).ok_or_else(|| {
+                refuse(format!(
+                    "integer {i} is not exactly representable as a double (profile jcs)"
+                ))
+            })?
+        }
+        Num::Big(digits) => exact_f64_of_decimal(digits).ok_or_else(|| {
+            refuse(format!(
+                "integer {} is not exactly representable as a double (profile jcs)",
+                elided(digits)
+            ))
+        })?,
+        Num::Float(f) => f,
+    };
+    if f.is_nan() {
+        return Err(refuse("NaN has no canonical form in profile jcs"));
+    }
+    if f.is_infinite() {
+        let word = if f > 0.0 { "Infinity" } else { "-Infinity" };
+        return Err(refuse(format!(
+            "{word} has no canonical form in profile jcs"
+        )));
+    }
+    let mut buf = NumberBuffer::new();
+    jcs_float(f, &mut buf);
+    out.put(buf.as_bytes());
+    Ok(())
 }
 
 /// How many members of a container have their allocations prefetched when the walk enters
@@ -352,7 +387,6 @@ fn elided(digits: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cmp::Ordering;
 
     /// Issue 9: a refused 100,000-digit integer was echoed in full in the jcs error.
     #[test]
@@ -363,6 +397,7 @@ mod tests {
         assert!(err.message.len() < 200, "{}", err.message);
         assert!(err.message.contains("(100000 digits)"), "{}", err.message);
     }
+    use std::cmp::Ordering;
 
     #[test]
     fn utf16_order_matches_transcoded_comparison() {

@@ -11,40 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Context;
 use lockstep_canon::{ParseOptions, Value};
 
-/// Default of `--max-input-bytes`: 1 GiB. A limit on everything read, so that `lockstep canon
-/// /dev/zero` ends with an error instead of filling the memory.
-pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
-
-static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT_BYTES);
-
-/// Sets the limit of every later read (the `--max-input-bytes` flag).
-pub fn set_max_input_bytes(limit: u64) {
-    MAX_INPUT_BYTES.store(limit, Ordering::Relaxed);
-}
-
-/// Reads all of `reader`, refusing more than the input limit.
-fn read_limited(reader: impl Read, label: &str) -> anyhow::Result<Vec<u8>> {
-    let limit = MAX_INPUT_BYTES.load(Ordering::Relaxed);
-    let mut bytes = Vec::new();
-    reader
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {label}"))?;
-    if bytes.len() as u64 > limit {
-        anyhow::bail!(
-            "{label}: larger than the input limit of {limit} bytes (raise it with --max-input-bytes)"
-        );
-    }
-    Ok(bytes)
-}
-
-/// The bytes of the file at `path`, within the input limit.
-pub fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let label = path.display().to_string();
-    let file = std::fs::File::open(path).with_context(|| format!("cannot read {label}"))?;
-    read_limited(file, &label)
-}
-
 /// How errors name the input: its path, or `<stdin>` for `-` or no path.
 pub fn input_label(input: Option<&PathBuf>) -> String {
     match input {
@@ -53,30 +19,77 @@ pub fn input_label(input: Option<&PathBuf>) -> String {
     }
 }
 
-/// Reads and strictly parses the input. NaN and infinity literals are accepted here so that
+/// Default of `--max-input-bytes`: 1 GiB. A limit on everything read, so that `lockstep canon
+/// /dev/zero` ends with an error instead of filling the memory.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
+
+static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT_BYTES);
+
+/// Sets the limit of every later read (the global `--max-input-bytes` flag).
+pub fn set_max_input_bytes(limit: u64) {
+    MAX_INPUT_BYTES.store(limit, Ordering::Relaxed);
+}
+
+/// The limit set by `--max-input-bytes`.
+pub fn max_input_bytes() -> u64 {
+    MAX_INPUT_BYTES.load(Ordering::Relaxed)
+}
+
+/// The options every command parses with: NaN and infinity literals are accepted here so that
 /// the profile, not the parser, decides about them: `python` writes them back as Python
 /// does, `python-strict` and `jcs` refuse them naming their JSON Pointer.
-pub fn read_value(input: Option<&PathBuf>) -> anyhow::Result<Value> {
-    let label = input_label(input);
-    let bytes = match input {
-        Some(p) if p.as_os_str() != "-" => {
-            let file = std::fs::File::open(p).with_context(|| format!("cannot read {label}"))?;
-            read_limited(file, &label)?
-        }
-        _ => read_limited(std::io::stdin().lock(), &label)?,
-    };
-    let options = ParseOptions {
+pub fn parse_options() -> ParseOptions {
+    ParseOptions {
         allow_nan: true,
         ..ParseOptions::default()
+    }
+}
+
+/// A parse error as every command words it: `FILE:LINE:COLUMN: invalid JSON: MESSAGE`.
+pub fn parse_error(label: &str, e: &lockstep_canon::ParseError) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{label}:{}:{}: invalid JSON: {}",
+        e.line,
+        e.column,
+        e.message
+    )
+}
+
+/// The input's bytes (a file, or standard input for `-` or no path), refusing more than
+/// `max_bytes`. The one place every command reads its JSON input.
+pub fn read_input(input: Option<&PathBuf>, max_bytes: u64) -> anyhow::Result<Vec<u8>> {
+    let label = input_label(input);
+    let mut bytes = Vec::new();
+    let read = match input {
+        Some(p) if p.as_os_str() != "-" => std::fs::File::open(p).and_then(|f| {
+            let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+            bytes.reserve_exact(size.min(max_bytes) as usize + 1);
+            f.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes)
+        }),
+        _ => std::io::stdin()
+            .lock()
+            .take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes),
     };
-    lockstep_canon::parse_with(&bytes, &options).map_err(|e| {
-        anyhow::anyhow!(
-            "{label}:{}:{}: invalid JSON: {}",
-            e.line,
-            e.column,
-            e.message
-        )
-    })
+    read.with_context(|| format!("cannot read {label}"))?;
+    if bytes.len() as u64 > max_bytes {
+        anyhow::bail!(
+            "{label}: input is larger than the limit of {max_bytes} bytes (raise it with --max-input-bytes)"
+        );
+    }
+    Ok(bytes)
+}
+
+/// Reads and strictly parses the input (see [`parse_options`]).
+pub fn read_value(input: Option<&PathBuf>) -> anyhow::Result<Value> {
+    let label = input_label(input);
+    let bytes = read_input(input, max_input_bytes())?;
+    lockstep_canon::parse_with(&bytes, &parse_options()).map_err(|e| parse_error(&label, &e))
+}
+
+/// The bytes of the file at `path`, within the input limit.
+pub fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+    read_input(Some(&path.to_path_buf()), max_input_bytes())
 }
 
 /// Reads the JSON file at `path` (see [`read_value`]).

@@ -166,6 +166,32 @@ fn bench_prints_steps_per_second_last() {
     assert!(rate > 0.0);
 }
 
+/// `range bench --trace` measures both envs in one run and ends with their ratio, which is
+/// the traced rate over the untraced one printed above it.
+#[test]
+fn bench_trace_prints_both_rates_and_the_ratio_last() {
+    let o = lockstep(&["range", "bench", "--trace", "--seconds", "0.2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    let rate = |prefix: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line in {text}"));
+        let (_, r) = line.split_once("env-steps/s: ").expect("a rate");
+        r.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (plain, traced) = (rate("untraced:"), rate("traced:"));
+    assert!(plain > 0.0 && traced > 0.0, "{text}");
+    let last = text.lines().last().unwrap();
+    let ratio: f64 = last
+        .strip_prefix("traced/untraced env-steps/s ratio: ")
+        .expect("last line is the ratio")
+        .parse()
+        .unwrap();
+    assert!((ratio - traced / plain).abs() < 0.01, "{text}");
+}
+
 /// `range run --trace` drives the range with lockstep's own action sampler, so its digest is
 /// the one `lockstep trace` (and so every golden file) computes for the same name and seed.
 #[test]

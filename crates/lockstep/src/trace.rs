@@ -293,8 +293,15 @@ pub fn info_digest(info: &Value) -> io::Result<Digest> {
 fn info_digest_with(info: &Value, buf: &mut Vec<u8>) -> io::Result<Digest> {
     buf.clear();
     buf.push(b'I');
-    lockstep_canon::write(info, Profile::Python, buf)?;
+    append(info, buf)?;
     Ok(Digest(*blake3::hash(buf).as_bytes()))
+}
+
+/// Appends the canonical JSON (profile python) of `v` to `buf`, straight into the `Vec`;
+/// a value without one is an `InvalidData` error worded as `lockstep_canon::write` words it.
+fn append(v: &Value, buf: &mut Vec<u8>) -> io::Result<()> {
+    lockstep_canon::append_value(v, Profile::Python, buf)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// Bitwise equality of two JSON values: floats by their bits (`0.0` and `-0.0` differ, and
@@ -413,7 +420,7 @@ impl InfoCache {
             if m.key != *key || m.text.is_empty() {
                 m.key.clone_from(key);
                 m.text.clear();
-                lockstep_canon::write(&Value::String(key.clone()), Profile::Python, &mut m.text)?;
+                append(&Value::String(key.clone()), &mut m.text)?;
                 m.key_len = m.text.len();
                 m.text.push(b':');
             } else if same_value(&m.value, value) {
@@ -426,7 +433,7 @@ impl InfoCache {
                 self.batch.push(value.clone());
                 self.batch_at.push(i);
             } else {
-                lockstep_canon::write(value, Profile::Python, &mut m.text)?;
+                append(value, &mut m.text)?;
             }
         }
         self.members.truncate(map.len());
@@ -435,7 +442,7 @@ impl InfoCache {
         }
         let all = Value::Array(std::mem::take(&mut self.batch));
         buf.clear();
-        let written = lockstep_canon::write(&all, Profile::Python, buf);
+        let written = append(&all, buf);
         if let Value::Array(v) = all {
             self.batch = v;
         }

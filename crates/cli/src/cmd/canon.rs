@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use lockstep_canon::Profile;
 
-use crate::json_input::{input_label, read_value};
+use crate::json_input::{input_label, max_input_bytes, parse_error, parse_options, read_input};
 
 /// The canonical profile to use, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -40,19 +40,30 @@ pub struct Args {
     pub input: Option<PathBuf>,
 }
 
-/// What the input is called in messages: its path, or `<stdin>`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let value = read_value(args.input.as_ref())?;
-    let profile = Profile::from(args.profile);
-    // Whole document first, so a value without a canonical form prints nothing at all.
-    let bytes = lockstep_canon::to_vec(&value, profile).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: no canonical form in profile {profile}: {} at JSON Pointer {:?}",
-            input_label(args.input.as_ref()),
+/// An error of [`lockstep_canon::canonicalize`] as the commands word it.
+pub fn canon_error(label: &str, profile: Profile, e: lockstep_canon::CanonError) -> anyhow::Error {
+    match e {
+        lockstep_canon::CanonError::Parse(e) => parse_error(label, &e),
+        lockstep_canon::CanonError::Value(e) => anyhow::anyhow!(
+            "{label}: no canonical form in profile {profile}: {} at JSON Pointer {:?}",
             e.message,
             e.pointer
-        )
-    })?;
+        ),
+        lockstep_canon::CanonError::Io(e) => {
+            anyhow::Error::new(e).context("writing canonical bytes")
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let label = input_label(args.input.as_ref());
+    let text = read_input(args.input.as_ref(), max_input_bytes())?;
+    let profile = Profile::from(args.profile);
+    // Whole document first, so a value without a canonical form prints nothing at all.
+    let mut bytes = Vec::new();
+    lockstep_canon::canonicalize(&text, &parse_options(), profile, &mut bytes)
+        .map_err(|e| canon_error(&label, profile, e))?;
+    drop(text);
     crate::output::write_bytes(&bytes)?;
     crate::output::flush()?;
     Ok(ExitCode::SUCCESS)

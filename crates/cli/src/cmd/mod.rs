@@ -9,6 +9,7 @@ pub mod fingerprint;
 pub mod golden;
 pub mod layers;
 pub mod range;
+pub mod range_bench;
 pub mod replay;
 pub mod report;
 pub mod trace;

@@ -95,6 +95,10 @@ struct BenchArgs {
     /// With --batch: threads stepping the batch.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Also step a second env traced, in alternating blocks, and print both env-steps/s and
+    /// their ratio (traced / untraced, last line).
+    #[arg(long, conflicts_with = "batch")]
+    trace: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -369,6 +373,10 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = a.batch {
         return bench_batch(&a, params, n);
     }
+    if a.trace {
+        super::range_bench::traced_vs_untraced(&params, a.seed, a.seconds)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // Reset time of the pure core and of the env (which also renders every observation).
     let n = 2000u64;
     let t0 = Instant::now();
@@ -437,7 +445,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
 
 /// Nanoseconds this thread has run on a CPU (Linux `/proc/thread-self/schedstat`), so that a
 /// benchmark on a shared machine can say how much of the wall time it actually had.
-fn thread_cpu_ns() -> Option<u64> {
+pub(super) fn thread_cpu_ns() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     s.split_whitespace().next()?.parse().ok()
 }

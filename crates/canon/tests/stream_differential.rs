@@ -1,0 +1,324 @@
+//! `canonicalize` (text to canonical bytes in one pass) against the two-step path it replaces
+//! (`parse_with`, then `to_vec`): the same bytes, or the same error, in every profile, for
+//! generated documents (keys out of order, duplicates, escapes, astral keys, NaN, big
+//! integers, deep nesting, long arrays across the flush size) and for mutations of them
+//! (bytes deleted, inserted or replaced), which reach the parser's error paths.
+
+use lockstep_canon::{canonicalize, parse_with, to_vec, CanonError, ParseOptions, Profile};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const SCALARS: &[&str] = &[
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "1.0",
+    "-0.0",
+    "0.5",
+    "1e400",
+    "-1e400",
+    "1E-7",
+    "2.5e+3",
+    "123456789012345678901234567890",
+    "-9223372036854775809",
+    "9007199254740993",
+    "9007199254740992",
+    "9223372036854775807",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "true",
+    "false",
+    "null",
+    "\"\"",
+    "\"plain\"",
+    "\"a\\\"b\\\\c\\/\"",
+    "\"\\u00e9\\ud83d\\ude00\"",
+    "\"\u{e9}\u{1f600}\u{7f}\"",
+    "\"\\n\\t\\b\\f\\r\\u0001\"",
+    "\"\u{2028}\u{feff}\"",
+    "0.1",
+    "1e16",
+    "1e-5",
+    "5e-324",
+    "1.7976931348623157e308",
+];
+
+const KEYS: &[&str] = &[
+    "a",
+    "b",
+    "ab",
+    "z",
+    "\u{e9}",
+    "\u{e000}",
+    "\u{1f600}",
+    "\u{ffff}",
+    "a/b",
+    "m~n",
+    "\\u0041",
+    "\\ud83d\\ude00",
+    "k\\\"",
+    "",
+    "A",
+    "\u{7f}",
+];
+
+fn ws(rng: &mut Rng, out: &mut String) {
+    for _ in 0..rng.below(3).saturating_sub(1) {
+        out.push([' ', '\n', '\t', '\r'][rng.below(4) as usize]);
+    }
+}
+
+fn gen(rng: &mut Rng, depth: u32, out: &mut String) {
+    ws(rng, out);
+    let kind = if depth >= 6 { 0 } else { rng.below(10) };
+    match kind {
+        0..=4 => out.push_str(rng.pick(SCALARS)),
+        5..=6 => {
+            out.push('[');
+            let n = rng.below(6);
+            for i in 0..n {
+                if i > 0 {
+                    out.push(',');
+                }
+                gen(rng, depth + 1, out);
+            }
+            ws(rng, out);
+            out.push(']');
+        }
+        _ => {
+            out.push('{');
+            let n = rng.below(7);
+            let mut used: Vec<String> = Vec::new();
+            for i in 0..n {
+                if i > 0 {
+                    out.push(',');
+                }
+                ws(rng, out);
+                // Mostly fresh keys (in any order); a duplicate now and then.
+                let key = if !used.is_empty() && rng.below(30) == 0 {
+                    used[rng.below(used.len() as u64) as usize].clone()
+                } else {
+                    let mut k = rng.pick(KEYS).to_string();
+                    while used.contains(&k) {
+                        k.push_str(rng.pick(KEYS));
+                    }
+                    k
+                };
+                out.push('"');
+                out.push_str(&key);
+                out.push('"');
+                used.push(key);
+                ws(rng, out);
+                out.push(':');
+                gen(rng, depth + 1, out);
+            }
+            ws(rng, out);
+            out.push('}');
+        }
+    }
+    ws(rng, out);
+}
+
+fn mutate(rng: &mut Rng, text: &[u8]) -> Vec<u8> {
+    let mut t = text.to_vec();
+    for _ in 0..=rng.below(2) {
+        if t.is_empty() {
+            break;
+        }
+        let at = rng.below(t.len() as u64) as usize;
+        let bytes = b"{}[],:\"\\ 0-eE.Nx\xff\xc3\x01";
+        let b = bytes[rng.below(bytes.len() as u64) as usize];
+        match rng.below(3) {
+            0 => {
+                t.remove(at);
+            }
+            1 => t.insert(at, b),
+            _ => t[at] = b,
+        }
+    }
+    t
+}
+
+/// The two-step path's outcome as text: the bytes, or the error as the CLI words it.
+fn two_step(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec<u8>, String> {
+    let value = parse_with(text, options).map_err(|e| format!("parse: {e}"))?;
+    to_vec(&value, profile).map_err(|e| format!("value: {e}"))
+}
+
+fn one_pass(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    match canonicalize(text, options, profile, &mut out) {
+        Ok(()) => Ok(out),
+        Err(CanonError::Parse(e)) => Err(format!("parse: {e}")),
+        Err(CanonError::Value(e)) => Err(format!("value: {e}")),
+        Err(CanonError::Io(e)) => Err(format!("io: {e}")),
+    }
+}
+
+fn check(text: &[u8], counts: &mut [usize; 3]) {
+    for allow_nan in [false, true] {
+        for max_depth in [256, 4] {
+            let options = ParseOptions {
+                max_depth,
+                allow_nan,
+            };
+            for profile in [Profile::Python, Profile::PythonStrict, Profile::Jcs] {
+                let want = two_step(text, &options, profile);
+                let got = one_pass(text, &options, profile);
+                assert_eq!(
+                    got,
+                    want,
+                    "{profile} allow_nan={allow_nan} max_depth={max_depth} on {:?}",
+                    String::from_utf8_lossy(text)
+                );
+                counts[match &want {
+                    Ok(_) => 0,
+                    Err(e) if e.starts_with("parse") => 1,
+                    Err(_) => 2,
+                }] += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn one_pass_equals_parse_then_write() {
+    let mut rng = Rng(16);
+    let mut counts = [0usize; 3];
+    for _ in 0..4000 {
+        let mut text = String::new();
+        gen(&mut rng, 0, &mut text);
+        check(text.as_bytes(), &mut counts);
+        let bad = mutate(&mut rng, text.as_bytes());
+        check(&bad, &mut counts);
+    }
+    // Every outcome was exercised many times: canonical bytes, parse errors, value errors.
+    assert!(counts.iter().all(|&n| n > 2000), "{counts:?}");
+}
+
+#[test]
+fn fixed_cases() {
+    let cases: &[&[u8]] = &[
+        b"",
+        b" ",
+        b"\xef\xbb\xbf1",
+        b"{\"a\":1,\n \"a\":2}",
+        b"{\"b\":1,\"a\":2,\"b\":[1,}",
+        b"{\"b\":{\"x\":NaN},\"a\":[Infinity]}",
+        b"[NaN,{\"b\":NaN,\"a\":NaN}]",
+        b"{\"\xf0\x9f\x98\x80\":NaN,\"\xee\x80\x80\":NaN}",
+        b"[1]\n x",
+        b"[01]",
+        b"{\"a\" 1}",
+        b"{\"a\":1,}",
+        b"\"\\ud800\"",
+        b"[\"ab\xff\"]",
+        b"[[[[[[]]]]]]",
+        b"{\"k\":9007199254740993}",
+    ];
+    let mut counts = [0; 3];
+    for text in cases {
+        check(text, &mut counts);
+    }
+    // Members beyond the scan limit, out of order, with a duplicate at the end.
+    let mut wide: Vec<String> = (0..100).rev().map(|i| format!("\"k{i}\":{i}")).collect();
+    let text = format!("{{{}}}", wide.join(","));
+    check(text.as_bytes(), &mut counts);
+    wide.push("\"k42\":0".into());
+    let text = format!("{{{}}}", wide.join(","));
+    check(text.as_bytes(), &mut counts);
+}
+
+/// Long arrays go to the writer in pieces; an object or an error after many pieces.
+#[test]
+fn long_documents_across_flushes() {
+    let mut counts = [0; 3];
+    let items: Vec<String> = (0..40_000).map(|i| format!("{}.5", i)).collect();
+    let body = items.join(",");
+    for text in [
+        format!("[{body}]"),
+        format!("[{body},{{\"b\":1,\"a\":[{body}]}}]"),
+        format!("{{\"z\":[{body}],\"a\":0}}"),
+        format!("[{body},NaN,{body}]"),
+        format!("[{body},{body}"),
+    ] {
+        check(text.as_bytes(), &mut counts);
+    }
+}
+
+/// Numbers whose text is copied as is (see `verbatim_number`) and their neighbours: every
+/// length of integer and fraction around the limits, leading and trailing zeros, signs,
+/// exponents.
+#[test]
+fn numbers_copied_or_converted_alike() {
+    let mut rng = Rng(1616);
+    let mut counts = [0; 3];
+    let digits = |rng: &mut Rng, n: u64, out: &mut String| {
+        for _ in 0..n {
+            let d = match rng.below(4) {
+                0 => b'0',
+                1 => b'9',
+                _ => b'0' + rng.below(10) as u8,
+            };
+            out.push(d as char);
+        }
+    };
+    let mut items = Vec::new();
+    for _ in 0..40_000 {
+        let mut t = String::new();
+        if rng.below(3) == 0 {
+            t.push('-');
+        }
+        let int_len = rng.below(20);
+        if int_len == 0 || rng.below(3) == 0 {
+            t.push('0');
+        } else {
+            t.push((b'1' + rng.below(9) as u8) as char);
+            digits(&mut rng, int_len - 1, &mut t);
+        }
+        if rng.below(4) != 0 {
+            t.push('.');
+            let zeros = rng.below(6);
+            t.extend(std::iter::repeat_n('0', zeros as usize));
+            let n = 1 + rng.below(17);
+            digits(&mut rng, n, &mut t);
+        }
+        if rng.below(8) == 0 {
+            t.push_str(["e5", "E-3", "e+0", "e-400"][rng.below(4) as usize]);
+        }
+        items.push(t);
+    }
+    for chunk in items.chunks(500) {
+        check(format!("[{}]", chunk.join(",")).as_bytes(), &mut counts);
+    }
+    for t in [
+        "0.0",
+        "-0.0",
+        "5.0",
+        "-0",
+        "0.0001",
+        "0.00001",
+        "0.00012",
+        "999999999999999.9",
+    ] {
+        check(format!("[{t}]").as_bytes(), &mut counts);
+    }
+}
