@@ -37,11 +37,13 @@ const STDERR_TAIL_LINES: usize = 20;
 impl Workers {
     /// Runs the worker with `args`; its last stdout line, or why there is none.
     fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Result<String, String> {
-        let out = Command::new(&self.exe)
-            .args(&self.prefix)
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(&self.prefix)
             .arg("worker")
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(Stdio::null());
+        die_with_parent(&mut cmd);
+        let out = cmd
             .output()
             .map_err(|e| format!("cannot start the worker {}: {e}", self.exe.display()))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -65,6 +67,28 @@ impl Workers {
         }
     }
 }
+
+/// A worker dies when `lockstep check` does, even by SIGKILL (no destructor runs then), so
+/// that it never goes on running an env, its servers or its browser with nobody to report to.
+/// Linux's parent-death signal is tied to the thread that forked the worker: that thread waits
+/// for the worker to end, so it always outlives it.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and only calls prctl(2),
+    // which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
 
 impl Isolated for Workers {
     fn trial(&self, env: usize, seed: u64) -> Trial {
