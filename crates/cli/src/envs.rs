@@ -109,6 +109,10 @@ pub struct ExternalEnvArgs {
     /// Seconds an external environment may take to answer one request before it is killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub timeout: f64,
+    /// Seconds an external environment may take to start and send its handshake (interpreter
+    /// start, imports). Default: the `--timeout` value.
+    #[arg(long, value_name = "SECONDS")]
+    pub startup_timeout: Option<f64>,
     /// The external environment's command line (after `--`), never passed through a shell.
     #[arg(last = true)]
     pub argv: Vec<String>,
@@ -126,14 +130,20 @@ impl ExternalEnvArgs {
     }
 
     fn options(&self) -> anyhow::Result<ProcessOptions> {
-        if !(self.timeout.is_finite() && self.timeout > 0.0 && self.timeout <= 86_400.0) {
-            bail!(
-                "--timeout {} must be a number of seconds in (0, 86400]",
-                self.timeout
-            );
-        }
+        let seconds = |flag: &str, value: f64| {
+            if !(value.is_finite() && value > 0.0 && value <= 86_400.0) {
+                bail!("{flag} {value} must be a number of seconds in (0, 86400]");
+            }
+            Ok(std::time::Duration::from_secs_f64(value))
+        };
+        let request_timeout = seconds("--timeout", self.timeout)?;
+        let startup_timeout = match self.startup_timeout {
+            Some(s) => seconds("--startup-timeout", s)?,
+            None => request_timeout,
+        };
         Ok(ProcessOptions {
-            request_timeout: std::time::Duration::from_secs_f64(self.timeout),
+            request_timeout,
+            startup_timeout,
             ..ProcessOptions::default()
         })
     }
