@@ -224,3 +224,65 @@ fn garbage_output_is_an_error_not_a_panic() {
         assert!(err.contains("handshake"), "{err}");
     }
 }
+
+/// Whether process `pid` is gone (or a zombie waiting for an init that does not reap).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Issue 9: a child whose forked grandchild keeps the pipes open turned the child's exit into
+/// a full request timeout and left the grandchild running. The child's exit status is
+/// reported as soon as it exits, and its whole process group is ended.
+#[test]
+fn a_grandchild_holding_the_pipes_neither_hides_the_exit_nor_outlives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    let handshake = r#"{"protocol":"lockstep/1","env_id":"sh","agents":[{"name":"agent","action_space":{"type":"discrete","n":2},"observation_space":{}}]}"#;
+    // Before the handshake, and after it (on the first request).
+    for (script, request) in [
+        (
+            format!("sleep 300 & echo $! > '{}'; exit 3", pidfile.display()),
+            "handshake",
+        ),
+        (
+            format!(
+                "sleep 300 & echo $! > '{}'; echo '{handshake}'; read line; exit 3",
+                pidfile.display()
+            ),
+            "reset (seed 1)",
+        ),
+    ] {
+        let _ = std::fs::remove_file(&pidfile);
+        let argv: Vec<String> = ["sh", "-c", &script].map(String::from).to_vec();
+        // A timeout far longer than the test may take: only the exit can end the wait.
+        let opts = options_with_timeout(Duration::from_secs(120));
+        let err = match ProcessEnv::spawn(&argv, &opts) {
+            Err(e) => e,
+            Ok(mut env) => env.reset(1, &Value::Null).err().expect("the child exits"),
+        }
+        .to_string();
+        assert!(err.contains(request), "{err}");
+        assert!(
+            err.contains("the process ended (exit status: 3) without answering"),
+            "{err}"
+        );
+        let grandchild: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SIGKILL is delivered at once; the exit itself may take a moment to show.
+        let ended = (0..200).any(|_| {
+            gone(grandchild) || {
+                std::thread::sleep(Duration::from_millis(10));
+                false
+            }
+        });
+        assert!(ended, "grandchild {grandchild} still runs");
+    }
+}
