@@ -263,7 +263,7 @@ fn a_grandchild_holding_the_pipes_neither_hides_the_exit_nor_outlives_it() {
         let opts = options_with_timeout(Duration::from_secs(120));
         let err = match ProcessEnv::spawn(&argv, &opts) {
             Err(e) => e,
-            Ok(mut env) => env.reset(1, &Value::Null).err().expect("the child exits"),
+            Ok(mut env) => env.reset(1, &Value::Null).expect_err("the child exits"),
         }
         .to_string();
         assert!(err.contains(request), "{err}");
