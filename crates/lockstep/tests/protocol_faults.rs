@@ -286,3 +286,36 @@ fn a_grandchild_holding_the_pipes_neither_hides_the_exit_nor_outlives_it() {
         assert!(ended, "grandchild {grandchild} still runs");
     }
 }
+
+/// Issue 9: protocol errors did not name the child's pid, although docs/protocol.md says they
+/// do. Every fault names it: at the handshake, mid-episode, and an `ok: false` answer.
+#[test]
+fn protocol_errors_name_the_childs_pid() {
+    let err = faults("exit_at_start", &options())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("(pid "), "{err}");
+
+    let mut env = faults("non_json", &options()).unwrap();
+    let pid = env.pid();
+    let (_, err) = rollout(&mut env, 1, 10).unwrap_err();
+    let err = err.to_string();
+    assert!(err.contains(&format!("(pid {pid}): step 3")), "{err}");
+
+    require(&["gymnasium"]);
+    let argv = adapter_argv(&[
+        "factory",
+        "lockstep_adapter.testing:walker",
+        "--kwargs",
+        r#"{"bug": "raises"}"#,
+    ]);
+    let mut env = ProcessEnvFactory::new(argv, options()).spawn().unwrap();
+    let pid = env.pid();
+    let (_, err) = rollout(&mut env, 1, 10).unwrap_err();
+    let err = err.to_string();
+    assert!(
+        err.contains(&format!("(pid {pid}): step 2: the env failed")),
+        "{err}"
+    );
+}

@@ -246,8 +246,9 @@ impl ProcessEnv {
             Ok(Reply::Ok(map)) => Ok(map),
             Ok(Reply::Failed { error, traceback }) => {
                 let mut message = format!(
-                    "env process `{}`: {}: the env failed: {error}",
+                    "env process `{}` (pid {}): {}: the env failed: {error}",
                     self.command,
+                    self.child.id(),
                     describe(request, self.steps)
                 );
                 if let Some(tb) = traceback {
@@ -332,9 +333,11 @@ fn fatal_error(
     what: &str,
 ) -> EnvError {
     child.kill();
-    // No pid in the message: it reaches reports, which must be the same bytes on every run.
+    // The pid tells which of several children failed (and finds its traces in system logs);
+    // it makes the error text differ between runs, which only an erroring trial shows.
     let mut message = format!(
-        "env process `{command}`: {}: {what}",
+        "env process `{command}` (pid {}): {}: {what}",
+        child.id(),
         describe(request, steps)
     );
     let tail = child.stderr_tail();
@@ -432,12 +435,14 @@ impl Env for ProcessEnv {
         self.closed = true;
         match self.child.finish(self.options.request_timeout) {
             Some(status) if !status.success() && result.is_ok() => Err(EnvError::new(format!(
-                "env process `{}`: close: the process ended with {status}",
-                self.command
+                "env process `{}` (pid {}): close: the process ended with {status}",
+                self.command,
+                self.child.id()
             ))),
             None if result.is_ok() => Err(EnvError::new(format!(
-                "env process `{}`: close: the process did not exit within {} and was killed",
+                "env process `{}` (pid {}): close: the process did not exit within {} and was killed",
                 self.command,
+                self.child.id(),
                 show_duration(self.options.request_timeout)
             ))),
             _ => result,
