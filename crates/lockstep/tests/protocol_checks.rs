@@ -104,6 +104,26 @@ fn hash_order_passes_in_one_process_and_fails_other_process_at_step_5() {
     assert_eq!(caught("hash_seed", CheckKind::OtherProcess), at(5, "info"));
 }
 
+/// Issue 10 item 10: every child got its own PYTHONHASHSEED, so a set-order bug failed
+/// "interleaved" and "parallel" although the env shares nothing between instances. Only the
+/// other-process check varies the hash seed.
+#[test]
+fn hash_order_fails_only_the_process_check() {
+    require(&["gymnasium"]);
+    let f = walker(Some("hash_seed"));
+    let cfg = CheckConfig::new(5, 60);
+    for kind in [
+        CheckKind::SameSeed,
+        CheckKind::Interleaved,
+        CheckKind::ParallelWorkers,
+    ] {
+        let o = run_check(kind, &f, &cfg, Some(&f)).unwrap();
+        assert!(o.passed, "{kind:?}: {}", o.summary);
+    }
+    let o = run_check(CheckKind::OtherProcess, &f, &cfg, Some(&f)).unwrap();
+    assert!(!o.passed, "{}", o.summary);
+}
+
 #[test]
 fn late_divergence_fails_same_seed_at_step_40() {
     require(&["gymnasium"]);

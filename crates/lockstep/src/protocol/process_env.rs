@@ -24,10 +24,13 @@ pub struct ProcessOptions {
     pub stderr_lines: usize,
     /// Extra environment variables for the child.
     pub env: Vec<(String, String)>,
-    /// Give the n-th child of a factory `PYTHONHASHSEED=n` (1, 2, ...) unless `env` sets it, so
-    /// two children never share Python's string-hash salt by accident and an env whose episode
-    /// depends on set or dict-of-hash order fails the cross-process check every time instead of
-    /// now and then. Harmless for children that are not Python.
+    /// Unless `env` sets `PYTHONHASHSEED`: every instance a factory makes gets
+    /// `PYTHONHASHSEED=0`, as instances in one process share one string-hash salt, and the n-th
+    /// child of the other-process check ([`ProcessEnvFactory::spawn_other_process`]) gets
+    /// `PYTHONHASHSEED=n` (1, 2, ...). So an env whose episode depends on set or dict-of-hash
+    /// order fails the other-process check every time, and only that check: the same-seed,
+    /// interleaved and parallel checks vary nothing but what they test. Harmless for children
+    /// that are not Python.
     pub vary_python_hash_seed: bool,
 }
 
@@ -455,8 +458,8 @@ impl Env for ProcessEnv {
 pub struct ProcessEnvFactory {
     pub argv: Vec<String>,
     pub options: ProcessOptions,
-    /// Children started so far (numbers `PYTHONHASHSEED` when varied).
-    started: AtomicU64,
+    /// Children of the other-process check started so far (numbers their `PYTHONHASHSEED`).
+    other_processes: AtomicU64,
 }
 
 impl ProcessEnvFactory {
@@ -465,19 +468,30 @@ impl ProcessEnvFactory {
         ProcessEnvFactory {
             argv,
             options,
-            started: AtomicU64::new(0),
+            other_processes: AtomicU64::new(0),
         }
     }
 
     /// Starts one child and reads its handshake, typed (for callers that want
     /// [`ProcessEnv::contract`] or [`ProcessEnv::steps`]).
     pub fn spawn(&self) -> Result<ProcessEnv, EnvError> {
-        let n = self.started.fetch_add(1, Ordering::Relaxed) + 1;
+        self.spawn_with_hash_seed(0)
+    }
+
+    /// Starts a child as the other-process check does: like [`Self::spawn`], but with its own
+    /// `PYTHONHASHSEED` (1 for the first, 2 for the next, ...) when
+    /// [`ProcessOptions::vary_python_hash_seed`] is set.
+    pub fn spawn_other_process(&self) -> Result<ProcessEnv, EnvError> {
+        let n = self.other_processes.fetch_add(1, Ordering::Relaxed) + 1;
+        self.spawn_with_hash_seed(n)
+    }
+
+    fn spawn_with_hash_seed(&self, hash_seed: u64) -> Result<ProcessEnv, EnvError> {
         let mut extra = Vec::new();
         if self.options.vary_python_hash_seed
             && !self.options.env.iter().any(|(k, _)| k == "PYTHONHASHSEED")
         {
-            extra.push(("PYTHONHASHSEED".to_string(), n.to_string()));
+            extra.push(("PYTHONHASHSEED".to_string(), hash_seed.to_string()));
         }
         ProcessEnv::spawn_with_env(&self.argv, &self.options, &extra)
     }
@@ -494,7 +508,7 @@ impl EnvFactory for ProcessEnvFactory {
 }
 
 /// The other-process check for an external env: each run is a rollout of a fresh child (a new
-/// interpreter, and with [`ProcessOptions::vary_python_hash_seed`] a new string-hash salt),
+/// interpreter, and with [`ProcessOptions::vary_python_hash_seed`] another string-hash salt),
 /// recorded by this process. Reset options are JSON null, as for every [`ProcessRunner`].
 impl ProcessRunner for ProcessEnvFactory {
     fn run(
@@ -504,7 +518,7 @@ impl ProcessRunner for ProcessEnvFactory {
         steps: u64,
         capture: Option<u64>,
     ) -> Result<Recorded, String> {
-        let mut env = self.spawn().map_err(|e| e.to_string())?;
+        let mut env = self.spawn_other_process().map_err(|e| e.to_string())?;
         let opts = RolloutOptions {
             capture,
             ..RolloutOptions::default()
