@@ -216,6 +216,16 @@ def _error(exc):
     )
 
 
+def _start_failure(exc):
+    """The handshake that says the env could not be built: the error and its traceback."""
+    return {
+        "protocol": PROTOCOL,
+        "ok": False,
+        "error": f"{type(exc).__name__}: {exc}",
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    }
+
+
 def serve(make, out=None, inp=None):
     """Runs the request loop. ``make()`` returns a :class:`Served`; a failure there is answered
     with a handshake that says ``ok: false``."""
@@ -230,8 +240,9 @@ def serve(make, out=None, inp=None):
         served = make()
         hello = served.handshake()
     except BaseException as exc:  # noqa: BLE001 - reported to the client, then exit
-        traceback.print_exc(file=sys.stderr)
-        send(wire.dumps({"protocol": PROTOCOL, "ok": False, "error": f"{type(exc).__name__}: {exc}"}))
+        # The traceback travels in the handshake (lockstep lays it out as lines), not on
+        # stderr as well, so that it is shown once.
+        send(wire.dumps(_start_failure(exc)))
         return 1
     send(wire.dumps(hello))
 

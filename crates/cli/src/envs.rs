@@ -198,6 +198,19 @@ impl EnvSource {
         }
     }
 
+    /// Starts an external env once and reads its handshake, so that an env that cannot start
+    /// (a missing program, an import error, an unknown env id) is one error, said once, before
+    /// any trial or check starts it again. Built-in envs need no probe.
+    pub fn probe(&self) -> anyhow::Result<()> {
+        match self {
+            EnvSource::Named(..) => Ok(()),
+            EnvSource::External(f) => {
+                let mut env = f.spawn().map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                lockstep::env::Env::close(&mut env).map_err(|e| anyhow::anyhow!("{}", e.message))
+            }
+        }
+    }
+
     pub fn factory(&self) -> &dyn EnvFactory {
         match self {
             EnvSource::Named(f, _) => f.as_ref(),
@@ -213,6 +226,45 @@ impl EnvSource {
             EnvSource::External(f) => f,
         }
     }
+}
+
+/// Probes every env of a `check` run ([`EnvSource::probe`]); prints each failure once, with
+/// its traceback as lines, and returns, per env, the first line of its error (`None`: it
+/// started).
+pub fn probe_all(sources: &[(String, EnvSource)]) -> Vec<Option<String>> {
+    sources
+        .iter()
+        .map(|(id, source)| {
+            source.probe().err().map(|e| {
+                let text = format!("{e:#}");
+                eprintln!("error: env {id} cannot start; its trials are not run:\n{text}");
+                text.lines().next().unwrap_or_default().to_string()
+            })
+        })
+        .collect()
+}
+
+/// The trials of `work` in run order: those that ran (in the order of `ran`), and for each
+/// env that could not start an error trial that says so.
+pub fn with_unstarted(
+    work: &[(usize, u64)],
+    broken: &[Option<String>],
+    ids: &[String],
+    ran: Vec<lockstep::report::Trial>,
+) -> Vec<lockstep::report::Trial> {
+    let mut ran = ran.into_iter();
+    work.iter()
+        .filter_map(|&(e, seed)| match &broken[e] {
+            Some(why) => Some(lockstep::report::Trial {
+                env: ids[e].clone(),
+                seed,
+                audit: None,
+                checks: Vec::new(),
+                error: Some(format!("not run: the env cannot start: {why}")),
+            }),
+            None => ran.next(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

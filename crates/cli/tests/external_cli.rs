@@ -66,3 +66,113 @@ fn startup_timeout_follows_the_flags() {
         stderr(&o)
     );
 }
+
+/// The test interpreter (scripts/test sets LOCKSTEP_PYTHON to ./.venv/bin/python).
+fn python() -> String {
+    std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+fn python_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../python")
+}
+
+/// Runs lockstep with `PYTHONPATH` at python/ (the adapter with no build step).
+fn lockstep_py(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .env("PYTHONPATH", python_dir())
+        .output()
+        .expect("the lockstep binary runs")
+}
+
+/// `sh -c` that counts its starts in `count` (one line each), then execs the adapter: the
+/// number of Python processes a run starts.
+fn counted_adapter(count: &std::path::Path, adapter_args: &[&str]) -> Vec<String> {
+    let mut argv = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "echo start >> '{}'; exec \"$0\" -m lockstep_adapter \"$@\"",
+            count.display()
+        ),
+        python(),
+    ];
+    argv.extend(adapter_args.iter().map(|s| s.to_string()));
+    argv
+}
+
+fn starts(count: &std::path::Path) -> usize {
+    std::fs::read_to_string(count).map_or(0, |s| s.lines().count())
+}
+
+/// Issue 10 item 6: an env that could not start was started again for every seed and check,
+/// and its error printed each time (Taxi-v3: the same traceback 21 times; `/no/such/prog`:
+/// "cannot start" 30 times). Now: one start, one error with the traceback as lines, exit 2.
+#[test]
+fn an_env_that_cannot_start_is_one_error_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    let count = dir.path().join("starts");
+    let argv = counted_adapter(&count, &["gymnasium", "NoSuchEnv-v0"]);
+    let mut args = vec![
+        "check",
+        "--seeds",
+        "3",
+        "--steps",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+        "--cmd",
+        "--",
+    ];
+    args.extend(argv.iter().map(String::as_str));
+    let o = lockstep_py(&args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(starts(&count), 1, "started once: {err}");
+    assert_eq!(
+        err.matches("Traceback (most recent call last)").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("NoSuchEnv"), "{err}");
+    // Laid out as lines, not one escaped string.
+    assert!(
+        err.lines().any(|l| l.trim_start().starts_with("File \"")),
+        "{err}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 3, "every trial is in the report");
+    for t in trials {
+        let e = t["error"].as_str().unwrap();
+        assert!(e.starts_with("not run: the env cannot start:"), "{e}");
+        assert!(!e.contains('\n'), "one line per trial: {e}");
+    }
+
+    // A program that does not exist: said once, by check and by replay.
+    let o = lockstep(&[
+        "check",
+        "--seeds",
+        "3",
+        "--steps",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+        "--cmd",
+        "--",
+        "/no/such/prog",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).matches("cannot start: No such file").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
+    let o = lockstep(&["replay", "--cmd", "--", "/no/such/prog"]);
+    assert_eq!(o.status.code(), Some(2));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert_eq!(all.matches("cannot start").count(), 1, "{all}");
+}

@@ -25,9 +25,7 @@ fn check_deterministic(args: &[&str], max_steps: usize) {
         .unwrap();
     a.close().unwrap();
     let mut b = f.spawn_other_process().expect("second child starts");
-    let elsewhere = rollout(&mut b, 11, max_steps)
-        .map_err(|(_, e)| e)
-        .unwrap();
+    let elsewhere = rollout(&mut b, 11, max_steps).map_err(|(_, e)| e).unwrap();
     b.close().unwrap();
 
     assert!(

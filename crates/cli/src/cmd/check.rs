@@ -161,6 +161,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let work = shard_work(suite_envs.len(), &seeds, shard);
+    // An env that cannot start is one error, printed once; its trials are not run.
+    let broken = crate::envs::probe_all(&factories);
     let golden_files: Vec<&PathBuf> = args
         .golden
         .iter()
@@ -175,7 +177,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         checks: args.checks.clone(),
         jobs,
     };
-    let trials = run_trials(&suite_envs, &work, &options, &|| progress.inc(1));
+    let runnable: Vec<(usize, u64)> = work
+        .iter()
+        .filter(|(e, _)| broken[*e].is_none())
+        .copied()
+        .collect();
+    let ran = run_trials(&suite_envs, &runnable, &options, &|| progress.inc(1));
+    let trials = crate::envs::with_unstarted(&work, &broken, &envs, ran);
     let mut goldens = Vec::new();
     let mut golden_errors = false;
     let resolve = |name: &str| crate::envs::resolve(name).map_err(|e| format!("{e:#}"));

@@ -74,6 +74,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
     };
     println!("lockstep {version} {}", &command("")["lockstep ".len()..]);
+    // An env that cannot start is one error, said once, not one per check.
+    source.probe()?;
     let factory = source.factory();
     let cfg = CheckConfig::new(args.seed, args.steps);
     let runner = source.runner();

@@ -255,13 +255,7 @@ impl ProcessEnv {
                     describe(request, self.steps)
                 );
                 if let Some(tb) = traceback {
-                    let lines: Vec<&str> = tb.lines().collect();
-                    let tail = &lines[lines.len().saturating_sub(12)..];
-                    message.push_str("\ntraceback (last lines):");
-                    for l in tail {
-                        message.push_str("\n  ");
-                        message.push_str(l);
-                    }
+                    push_traceback(&mut message, &tb, 12);
                 }
                 Err(EnvError::new(message))
             }
@@ -295,15 +289,36 @@ fn read_handshake(v: &Value) -> Result<Handshake, String> {
                 "the env speaks protocol {p:?}, lockstep speaks {:?}",
                 message::PROTOCOL_VERSION
             )),
-            _ => Err(format!(
-                "the env failed to start: {}",
-                v.get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(no error message)")
-            )),
+            _ => {
+                let mut what = format!(
+                    "the env failed to start: {}",
+                    v.get("error")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(no error message)")
+                );
+                if let Some(tb) = v.get("traceback").and_then(Value::as_str) {
+                    push_traceback(&mut what, tb, 60);
+                }
+                Err(what)
+            }
         };
     }
     message::parse_handshake(v).map_err(|e| format!("the handshake breaks the protocol: {e}"))
+}
+
+/// Appends the last `max` lines of a traceback, one per line, indented.
+fn push_traceback(message: &mut String, traceback: &str, max: usize) {
+    let lines: Vec<&str> = traceback.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(max)..];
+    if tail.len() < lines.len() {
+        message.push_str("\ntraceback (last lines):");
+    } else {
+        message.push_str("\ntraceback:");
+    }
+    for l in tail {
+        message.push_str("\n  ");
+        message.push_str(l);
+    }
 }
 
 /// `step 17` etc.
