@@ -7,7 +7,7 @@
 use anyhow::bail;
 use lockstep::check::ProcessRunner;
 use lockstep::env::EnvFactory;
-use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
+use lockstep_protocol::{ProcessEnvFactory, ProcessOptions};
 
 use crate::child_runner::ChildRunner;
 

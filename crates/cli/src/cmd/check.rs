@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut envs = args.envs.clone();
     let external = EnvSource::external(&args.external)?;
     if external.is_some() {
-        envs.push(lockstep::protocol::display_argv(&args.external.argv));
+        envs.push(lockstep_protocol::display_argv(&args.external.argv));
     }
     if envs.is_empty() {
         envs = DEFAULT_ENVS.iter().map(|s| s.to_string()).collect();

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use lockstep_canon::{Number, Value};
 
-use crate::env::{Action, Actions, AgentSpec, AgentStep, Array, DType, EnvSpec, Space, Transition};
+use lockstep::env::{
+    Action, Actions, AgentSpec, AgentStep, Array, DType, EnvSpec, Space, Transition,
+};
 
 /// The protocol version this module speaks, sent by the env in its handshake.
 pub const PROTOCOL_VERSION: &str = "lockstep/1";
@@ -71,7 +73,7 @@ pub fn reply(value: &Value) -> Result<Reply<'_>, MessageError> {
 pub struct WireContract {
     pub name: String,
     pub version: u64,
-    /// The top-level fields of [`crate::env::Env::state`]; `None` when the env declares none.
+    /// The top-level fields of [`lockstep::env::Env::state`]; `None` when the env declares none.
     pub fields: Option<Vec<String>>,
 }
 
@@ -554,7 +556,7 @@ fn update_array(
         return Ok(());
     }
     if cfg!(target_endian = "little") {
-        use crate::env::ArrayData as D;
+        use lockstep::env::ArrayData as D;
         match existing.data_mut() {
             D::Bool(v) | D::U8(v) => v.copy_from_slice(scratch),
             D::I8(v) => bytemuck::cast_slice_mut(v).copy_from_slice(scratch),
@@ -706,7 +708,7 @@ pub fn parse_line(line: &[u8]) -> Result<Value, lockstep_canon::ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env::ArrayData;
+    use lockstep::env::ArrayData;
 
     fn parse(s: &str) -> Value {
         parse_line(s.as_bytes()).unwrap()

@@ -7,8 +7,8 @@ mod protocol_common;
 use std::time::Duration;
 
 use lockstep::env::Env;
-use lockstep::protocol::{ProcessEnv, ProcessEnvFactory, ProcessOptions};
 use lockstep_canon::Value;
+use lockstep_protocol::{ProcessEnv, ProcessEnvFactory, ProcessOptions};
 use protocol_common::{
     adapter_argv, module_argv, options, options_with_timeout, python, require, rollout,
 };

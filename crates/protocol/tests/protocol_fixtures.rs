@@ -5,8 +5,8 @@
 mod protocol_common;
 
 use lockstep::env::{Env, EnvFactory};
-use lockstep::protocol::ProcessEnvFactory;
 use lockstep_canon::Value;
+use lockstep_protocol::ProcessEnvFactory;
 use protocol_common::{adapter_argv, first_difference, options, require, rollout, Divergence};
 
 fn walker(bug: Option<&str>, extra: &[&str]) -> ProcessEnvFactory {

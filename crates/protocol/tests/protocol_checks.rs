@@ -5,7 +5,7 @@
 mod protocol_common;
 
 use lockstep::check::{run_check, run_checks, CheckConfig, CheckKind, CheckOutcome};
-use lockstep::protocol::ProcessEnvFactory;
+use lockstep_protocol::ProcessEnvFactory;
 use protocol_common::{adapter_argv, factory, options, require};
 
 fn all_pass(f: &ProcessEnvFactory, steps: u64) -> Vec<CheckOutcome> {

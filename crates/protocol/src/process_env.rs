@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use lockstep_canon::Value;
 
-use super::child::{show_duration, Child};
-use super::message::{self, Handshake, Reply, WireContract};
-use crate::check::ProcessRunner;
-use crate::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
-use crate::trace::{self, Recorded, RolloutOptions};
+use crate::child::{show_duration, Child};
+use crate::message::{self, Handshake, Reply, WireContract};
+use lockstep::check::ProcessRunner;
+use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
+use lockstep::trace::{self, Recorded, RolloutOptions};
 
 /// Limits and environment of an env process.
 #[derive(Debug, Clone, PartialEq)]
@@ -377,14 +377,14 @@ impl Env for ProcessEnv {
     }
 
     /// The declared contract, when the env names its fields; otherwise the audit infers one.
-    fn contract(&self) -> Option<crate::contract::Contract> {
+    fn contract(&self) -> Option<lockstep::contract::Contract> {
         let c = &self.handshake.contract;
         let fields = c.fields.clone()?;
-        crate::contract::Contract::new(
+        lockstep::contract::Contract::new(
             c.name.clone(),
             u32::try_from(c.version).ok()?,
-            crate::contract::ProfileName::Python,
-            vec![crate::contract::Layer {
+            lockstep::contract::ProfileName::Python,
+            vec![lockstep::contract::Layer {
                 name: "state".into(),
                 fields,
             }],
