@@ -200,6 +200,11 @@ pub enum CheckError {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CheckOutcome {
     pub check: CheckKind,
+    /// False when the check does not apply to this env (e.g. the forked-workers check on a
+    /// child that cannot fork): then `passed` is false too, and a report counts it as n/a,
+    /// never as passed.
+    #[serde(default = "applicable_default")]
+    pub applicable: bool,
     pub passed: bool,
     /// One sentence for people.
     pub summary: String,
@@ -221,7 +226,27 @@ pub struct CheckOutcome {
     pub timeline: Option<(Vec<Digest>, Vec<Digest>)>,
 }
 
+fn applicable_default() -> bool {
+    true
+}
+
 impl CheckOutcome {
+    /// The outcome of a check that does not apply to this env, with the reason.
+    pub fn not_applicable(check: CheckKind, reason: String) -> CheckOutcome {
+        CheckOutcome {
+            check,
+            applicable: false,
+            passed: false,
+            summary: reason,
+            left: String::new(),
+            right: String::new(),
+            episode: Digest::default(),
+            transitions: 0,
+            divergence: None,
+            timeline: None,
+        }
+    }
+
     /// The value model of the `check` report (see docs/replay.md).
     pub fn to_value(&self) -> Value {
         to_value(self)
@@ -323,6 +348,7 @@ impl Ctx<'_> {
     ) -> CheckOutcome {
         CheckOutcome {
             check: self.kind,
+            applicable: true,
             passed,
             summary,
             left,
