@@ -12,7 +12,7 @@ import sys
 import traceback
 
 from . import wire
-from .wire import PROTOCOL
+from .wire import PROTOCOL, PROTOCOL_V2
 
 
 def claim_stdout():
@@ -99,6 +99,8 @@ class Served:
                 for a in self.agents
             ],
             "contract": contract,
+            # lockstep/2: several instances of this env in this process (docs/protocol.md).
+            "upgrades": [PROTOCOL_V2],
         }
 
     def declared_fields(self):
@@ -228,7 +230,12 @@ def _start_failure(exc):
 
 def serve(make, out=None, inp=None):
     """Runs the request loop. ``make()`` returns a :class:`Served`; a failure there is answered
-    with a handshake that says ``ok: false``."""
+    with a handshake that says ``ok: false``.
+
+    The loop speaks lockstep/1 until lockstep asks for ``upgrade`` to lockstep/2; from then on
+    every env request names its ``instance`` (0 is the env the handshake describes), ``create``
+    makes one more with ``make()``, and ``close`` ends one instance; end of input ends them all.
+    """
     out = out if out is not None else claim_stdout()
     inp = inp if inp is not None else sys.stdin.buffer
 
@@ -246,10 +253,14 @@ def serve(make, out=None, inp=None):
         return 1
     send(wire.dumps(hello))
 
+    instances = {0: served}
+    upgraded = False
+    created = 0
     while True:
         line = inp.readline()
         if not line:
-            served.close()
+            for each in instances.values():
+                each.close()
             return 0
         rid = "null"
         try:
@@ -257,18 +268,40 @@ def serve(make, out=None, inp=None):
             if type(request.get("id")) is int:
                 rid = str(request["id"])
             op = request["op"]
-            if op == "step":
-                reply = served.step(request["actions"])
-            elif op == "reset":
-                reply = served.reset(request["seed"], request.get("options"))
-            elif op == "state":
-                reply = '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
-            elif op == "close":
-                served.close()
-                send('{"id":%s,"ok":true}' % rid)
-                return 0
+            if op == "upgrade":
+                if request.get("protocol") != PROTOCOL_V2:
+                    raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
+                upgraded = True
+                reply = '{"ok":true,"protocol":%s}' % json.dumps(PROTOCOL_V2)
+            elif op == "create":
+                if not upgraded:
+                    raise ValueError("create needs lockstep/2 (send upgrade first)")
+                created += 1
+                instances[created] = make()
+                reply = '{"ok":true,"instance":%d}' % created
             else:
-                raise ValueError(f"unknown op {op!r}")
+                if upgraded:
+                    number = request["instance"]
+                    if number not in instances:
+                        raise ValueError(f"no instance {number!r}")
+                    target = instances[number]
+                else:
+                    target = served
+                if op == "step":
+                    reply = target.step(request["actions"])
+                elif op == "reset":
+                    reply = target.reset(request["seed"], request.get("options"))
+                elif op == "state":
+                    reply = '{"ok":true,"state":' + wire.dumps(target.state()) + "}"
+                elif op == "close":
+                    target.close()
+                    if not upgraded:
+                        send('{"id":%s,"ok":true}' % rid)
+                        return 0
+                    del instances[number]
+                    reply = '{"ok":true}'
+                else:
+                    raise ValueError(f"unknown op {op!r}")
         except Exception as exc:  # noqa: BLE001 - every env failure is answered, not fatal
             reply = _error(exc)
         # Every reply echoes its request's id, so a stray or lost line is caught at once.

@@ -20,7 +20,16 @@ hang           sleeps an hour at step 3                          3       -
 raises         raises ValueError at step 2 (answered ok: false)  2       -
 chatty         prints to stdout every step (harmless: the        -       -
                adapter sends stdout to stderr)
+process_random step noise from the process-global ``random``,    1       ``obs/pos``
+               seeded at reset: replays alone, not interleaved   (inter-
+               with another instance in the same process         leaved)
+class_cache    a class-level cache of the last position, shared  1       ``obs/pos``
+               by every instance in the process                  (inter-
+                                                                 leaved)
 ============== ================================================= ======= ==============
+
+The last two pass the same-seed and other-process checks (each rollout reseeds or refills
+what it uses): only instances sharing one process, as lockstep/2 hosts them, show them.
 """
 
 import os
@@ -32,7 +41,19 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-BUGS = ("global_rng", "leaky_reset", "wall_clock", "hash_seed", "late", "crash", "hang", "raises", "chatty")
+BUGS = (
+    "global_rng",
+    "leaky_reset",
+    "wall_clock",
+    "hash_seed",
+    "late",
+    "crash",
+    "hang",
+    "raises",
+    "chatty",
+    "process_random",
+    "class_cache",
+)
 
 NAMES = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 
@@ -41,6 +62,9 @@ class Walker(gymnasium.Env):
     """A seeded random walk with a Dict observation (``pos`` float64[2], ``tick`` Discrete)."""
 
     metadata = {"render_modes": []}
+
+    # The ``class_cache`` bug: one cache for every instance in the process.
+    _last_pos = None
 
     def __init__(self, bug=None, horizon=60):
         if bug is not None and bug not in BUGS:
@@ -67,6 +91,10 @@ class Walker(gymnasium.Env):
         if self.bug != "leaky_reset":
             self.tick = 0
         self.pos = self.np_random.normal(size=2)
+        if self.bug == "process_random":
+            random.seed(seed)
+        if self.bug == "class_cache":
+            Walker._last_pos = self.pos.copy()
         return self._obs(), {}
 
     def step(self, action):
@@ -86,9 +114,16 @@ class Walker(gymnasium.Env):
             print(f"walker: chatty step {self.t}")
         if self.bug == "global_rng":
             noise = np.random.normal(scale=0.01, size=2)
+        elif self.bug == "process_random":
+            noise = np.array([random.random(), random.random()]) * 0.01
+        elif self.bug == "class_cache":
+            # "Smoothed" with the cached last position, which another instance may have set.
+            noise = self.np_random.normal(scale=0.01, size=2) + 0.001 * Walker._last_pos
         else:
             noise = self.np_random.normal(scale=0.01, size=2)
         self.pos = self.pos + (int(action) - 1) * 0.1 + noise
+        if self.bug == "class_cache":
+            Walker._last_pos = self.pos.copy()
         if self.bug == "late" and self.t == 40:
             self.pos[0] += random.random()
         info = {"t": self.t}

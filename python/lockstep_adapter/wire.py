@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 
-from . import PROTOCOL  # noqa: F401 - re-exported for the server
+from . import PROTOCOL, PROTOCOL_V2  # noqa: F401 - re-exported for the server
 
 WIRE_DTYPES = ("bool", "int8", "uint8", "int32", "int64", "float32", "float64")
 

@@ -176,3 +176,27 @@ fn an_env_that_cannot_start_is_one_error_said_once() {
     let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
     assert_eq!(all.matches("cannot start").count(), 1, "{all}");
 }
+
+/// Issue 10 item 3: each (env, seed) started about 20 Python processes (101 for a default
+/// CartPole-v1 check). Now a trial hosts all its instances in one lockstep/2 child, plus the
+/// other-process check's fresh child, plus one start before the run to fail fast: a default
+/// check (5 seeds x 200 steps, every check) starts 1 + 2 x 5 = 11. No child is shared between
+/// two trials, so no verdict depends on --jobs (docs/protocol.md, "Process starts").
+#[test]
+fn a_default_cartpole_check_starts_two_python_processes_per_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    let count = dir.path().join("starts");
+    let argv = counted_adapter(&count, &["gymnasium", "CartPole-v1"]);
+    let mut args = vec!["check", "--out", out.to_str().unwrap(), "--cmd", "--"];
+    args.extend(argv.iter().map(String::as_str));
+    let o = lockstep_py(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
+    assert_eq!(starts(&count), 11);
+}

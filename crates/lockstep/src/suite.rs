@@ -88,7 +88,9 @@ pub fn run_trials(
 
 /// Runs the audit and the chosen replay checks of one env for `seed`.
 pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial {
-    let factory = env.factory;
+    // This trial's own instances (one child for an external env), shared with no other trial.
+    let session = env.factory.session();
+    let factory = session.as_deref().unwrap_or(env.factory);
     let mut trial = Trial {
         env: env.id.clone(),
         seed,

@@ -31,5 +31,8 @@ mod child;
 pub mod message;
 mod process_env;
 
+pub use message::PROTOCOL_V2;
 pub use message::{Handshake, WireContract, PROTOCOL_VERSION};
-pub use process_env::{display_argv, ProcessEnv, ProcessEnvFactory, ProcessOptions};
+pub use process_env::{
+    display_argv, ProcessEnv, ProcessEnvFactory, ProcessOptions, ProcessSession,
+};

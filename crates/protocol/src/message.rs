@@ -13,8 +13,12 @@ use lockstep::env::{
     Action, Actions, AgentSpec, AgentStep, Array, DType, EnvSpec, Space, Transition,
 };
 
-/// The protocol version this module speaks, sent by the env in its handshake.
+/// The protocol version every env speaks first, sent by the env in its handshake.
 pub const PROTOCOL_VERSION: &str = "lockstep/1";
+
+/// The version an env may offer in its handshake's `upgrades`: several env instances in one
+/// child, each request naming its `instance` (docs/protocol.md, "lockstep/2").
+pub const PROTOCOL_V2: &str = "lockstep/2";
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -85,9 +89,16 @@ pub struct Handshake {
     /// Sorted by name.
     pub agents: Vec<AgentSpec>,
     pub contract: WireContract,
+    /// Versions the env can be upgraded to (`lockstep/2`); empty for a `lockstep/1`-only env.
+    pub upgrades: Vec<String>,
 }
 
 impl Handshake {
+    /// Whether the env can host several instances (it offers `lockstep/2`).
+    pub fn offers_v2(&self) -> bool {
+        self.upgrades.iter().any(|u| u == PROTOCOL_V2)
+    }
+
     pub fn spec(&self) -> EnvSpec {
         EnvSpec {
             id: self.env_id.clone(),
@@ -324,11 +335,24 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
             }
         }
     };
+    let upgrades = match map.get("upgrades") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(u) => array(u, "/upgrades")?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| err(&format!("/upgrades/{i}"), "version is not a string"))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     Ok(Handshake {
         env_id,
         config,
         agents,
         contract,
+        upgrades,
     })
 }
 
@@ -589,6 +613,29 @@ fn write_head(out: &mut Vec<u8>, id: u64, op: &str) {
     out.extend_from_slice(b",\"op\":\"");
     out.extend_from_slice(op.as_bytes());
     out.push(b'"');
+}
+
+/// Names the instance a written request is for (`lockstep/2`): `{"instance":N,` replaces the
+/// request's opening brace.
+pub fn set_instance(out: &mut Vec<u8>, instance: u64) {
+    debug_assert_eq!(out.first(), Some(&b'{'));
+    let mut head = b"{\"instance\":".to_vec();
+    head.extend_from_slice(itoa::Buffer::new().format(instance).as_bytes());
+    head.push(b',');
+    out.splice(0..1, head);
+}
+
+/// `{"id":N,"op":"upgrade","protocol":"lockstep/2"}` and a newline.
+pub fn write_upgrade(out: &mut Vec<u8>, id: u64) {
+    write_head(out, id, "upgrade");
+    out.extend_from_slice(b",\"protocol\":");
+    write_str(out, PROTOCOL_V2);
+    out.extend_from_slice(b"}\n");
+}
+
+/// Reads the instance number of a `create` reply (after [`reply`] said `ok`).
+pub fn read_instance(map: &lockstep_canon::Map) -> Result<u64, MessageError> {
+    unsigned(field(map, "", "instance")?, "/instance")
 }
 
 /// Checks that a reply echoes the id of its request: a stray extra line, or an answer to an

@@ -1,6 +1,7 @@
 //! [`ProcessEnv`]: an [`Env`] served by a child process, and its factory.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use lockstep_canon::Value;
@@ -64,15 +65,43 @@ pub fn display_argv(argv: &[String]) -> String {
         .join(" ")
 }
 
-/// An environment served over `lockstep/1` by a child process (any language).
+/// One child and what every env instance in it shares: the pipes, the request ids, the fault
+/// that ended it.
+struct Conn {
+    child: Child,
+    /// Id of the last request sent (replies echo it).
+    request_id: u64,
+    /// The fault that killed the child, repeated to every instance.
+    dead: Option<EnvError>,
+}
+
+impl Conn {
+    fn next_id(&mut self) -> u64 {
+        self.request_id += 1;
+        self.request_id
+    }
+}
+
+type Shared = Arc<Mutex<Conn>>;
+
+fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
+    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// An environment served by a child process (any language), over `lockstep/1` (the child is
+/// this env's own) or as one instance of a `lockstep/2` child that hosts several
+/// ([`ProcessSession`]).
 ///
 /// Every fault of the child (it exits, crashes, hangs past the request timeout, prints a line
 /// that is not JSON or is too long, breaks the protocol) is an [`EnvError`] naming the request,
 /// the step and the child's last stderr lines; the child is then killed and reaped, and every
-/// later call fails with the same error. An env that answers `"ok": false` (an exception in the
-/// env) gives an error too but stays usable.
+/// later call (of every instance it hosted) fails with the same error. An env that answers
+/// `"ok": false` (an exception in the env) gives an error too but stays usable.
 pub struct ProcessEnv {
-    child: Child,
+    conn: Shared,
+    pid: u32,
+    /// The instance in a `lockstep/2` child; `None` over `lockstep/1`.
+    instance: Option<u64>,
     command: String,
     options: ProcessOptions,
     handshake: Handshake,
@@ -85,8 +114,6 @@ pub struct ProcessEnv {
     /// The fault that killed the child, repeated by every later call.
     dead: Option<EnvError>,
     closed: bool,
-    /// Id of the last request sent (replies echo it).
-    request_id: u64,
     buf: Vec<u8>,
     scratch: Vec<u8>,
 }
@@ -94,14 +121,89 @@ pub struct ProcessEnv {
 /// The request being answered, for messages: `handshake`, `reset (seed 3)`, `step 17`, ...
 enum Request {
     Handshake,
+    Upgrade,
+    Create,
     Reset(u64),
     Step(u64),
     State,
     Close,
 }
 
+/// Starts `argv` and reads its handshake.
+fn start(
+    argv: &[String],
+    options: &ProcessOptions,
+    extra: &[(String, String)],
+) -> Result<(Conn, Handshake), EnvError> {
+    let command = display_argv(argv);
+    let mut env = options.env.clone();
+    env.extend(extra.iter().cloned());
+    let mut child = Child::spawn(argv, &env, options.max_message_bytes, options.stderr_lines)
+        .map_err(|e| EnvError::new(format!("env process `{command}`: cannot start: {e}")))?;
+    let handshake = match child.recv(options.startup_timeout) {
+        Ok(line) => message::parse_line(line)
+            .map_err(|e| format!("the handshake is not JSON ({e}): {}", excerpt(line)))
+            .and_then(|v| read_handshake(&v)),
+        Err(fault) => Err(fault.to_string()),
+    };
+    match handshake {
+        Ok(h) => Ok((
+            Conn {
+                child,
+                request_id: 0,
+                dead: None,
+            },
+            h,
+        )),
+        Err(what) => Err(fatal_error(
+            &mut child,
+            &command,
+            &Request::Handshake,
+            0,
+            &what,
+        )),
+    }
+}
+
+/// One request outside any instance (`upgrade`, `create`): the answer's object, or the fault,
+/// which kills the child.
+fn control(
+    conn: &mut Conn,
+    command: &str,
+    options: &ProcessOptions,
+    request: &Request,
+    write: impl FnOnce(&mut Vec<u8>, u64),
+) -> Result<lockstep_canon::Map, EnvError> {
+    let id = conn.next_id();
+    let mut buf = Vec::new();
+    write(&mut buf, id);
+    let outcome = conn
+        .child
+        .send(&buf)
+        .and_then(|()| conn.child.recv(options.request_timeout))
+        .map_err(|fault| fault.to_string())
+        .and_then(|line| {
+            message::parse_line(line)
+                .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(line)))
+        })
+        .and_then(|value| {
+            message::check_id(&value, id)
+                .map_err(|e| format!("the answer breaks the protocol: {e}"))?;
+            match message::reply(&value) {
+                Ok(Reply::Ok(map)) => Ok(map.clone()),
+                Ok(Reply::Failed { error, .. }) => Err(format!("the env refused: {error}")),
+                Err(e) => Err(format!("the answer breaks the protocol: {e}")),
+            }
+        });
+    outcome.map_err(|what| {
+        let e = fatal_error(&mut conn.child, command, request, 0, &what);
+        conn.dead = Some(e.clone());
+        e
+    })
+}
+
 impl ProcessEnv {
-    /// Starts `argv` (no shell) and reads its handshake.
+    /// Starts `argv` (no shell) and reads its handshake; the env speaks `lockstep/1`.
     pub fn spawn(argv: &[String], options: &ProcessOptions) -> Result<ProcessEnv, EnvError> {
         Self::spawn_with_env(argv, options, &[])
     }
@@ -111,43 +213,31 @@ impl ProcessEnv {
         options: &ProcessOptions,
         extra: &[(String, String)],
     ) -> Result<ProcessEnv, EnvError> {
-        let command = display_argv(argv);
-        let mut env = options.env.clone();
-        env.extend(extra.iter().cloned());
-        let mut child = Child::spawn(argv, &env, options.max_message_bytes, options.stderr_lines)
-            .map_err(|e| {
-            EnvError::new(format!("env process `{command}`: cannot start: {e}"))
-        })?;
-        let line = match child.recv(options.startup_timeout) {
-            Ok(line) => line,
-            Err(fault) => {
-                return Err(fatal_error(
-                    &mut child,
-                    &command,
-                    &Request::Handshake,
-                    0,
-                    &fault.to_string(),
-                ))
-            }
-        };
-        let handshake = message::parse_line(line)
-            .map_err(|e| format!("the handshake is not JSON ({e}): {}", excerpt(line)))
-            .and_then(|v| read_handshake(&v));
-        let handshake = match handshake {
-            Ok(h) => h,
-            Err(what) => {
-                return Err(fatal_error(
-                    &mut child,
-                    &command,
-                    &Request::Handshake,
-                    0,
-                    &what,
-                ))
-            }
-        };
+        let (conn, handshake) = start(argv, options, extra)?;
+        let pid = conn.child.id();
+        Ok(Self::instance(
+            Arc::new(Mutex::new(conn)),
+            pid,
+            None,
+            display_argv(argv),
+            options,
+            handshake,
+        ))
+    }
+
+    fn instance(
+        conn: Shared,
+        pid: u32,
+        instance: Option<u64>,
+        command: String,
+        options: &ProcessOptions,
+        handshake: Handshake,
+    ) -> ProcessEnv {
         let spec = handshake.spec();
-        Ok(ProcessEnv {
-            child,
+        ProcessEnv {
+            conn,
+            pid,
+            instance,
             command,
             options: options.clone(),
             handshake,
@@ -157,10 +247,9 @@ impl ProcessEnv {
             started: false,
             dead: None,
             closed: false,
-            request_id: 0,
             buf: Vec::new(),
             scratch: Vec::new(),
-        })
+        }
     }
 
     /// The reset contract the env declared.
@@ -180,15 +269,23 @@ impl ProcessEnv {
 
     /// The child's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
+    }
+
+    /// The instance number in a `lockstep/2` child (`None` over `lockstep/1`).
+    pub fn instance_number(&self) -> Option<u64> {
+        self.instance
     }
 
     /// The child's last stderr lines so far.
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.child.stderr_tail()
+        lock(&self.conn).child.stderr_tail()
     }
 
-    fn check_usable(&self) -> Result<(), EnvError> {
+    fn check_usable(&mut self) -> Result<(), EnvError> {
+        if self.dead.is_none() {
+            self.dead = lock(&self.conn).dead.clone();
+        }
         if let Some(e) = &self.dead {
             return Err(EnvError::new(format!(
                 "env process already failed: {}",
@@ -204,21 +301,33 @@ impl ProcessEnv {
         Ok(())
     }
 
-    /// The id for the next request.
-    fn next_id(&mut self) -> u64 {
-        self.request_id += 1;
-        self.request_id
-    }
-
-    /// Sends the request in `self.buf` and returns the parsed answer line, checked to carry the
-    /// request's id. Any fault kills the child and is remembered.
-    fn exchange(&mut self, request: &Request) -> Result<Value, EnvError> {
+    /// Writes a request (with the id `write` is given) into `self.buf`, names the instance,
+    /// sends it and returns the parsed answer line, checked to carry the request's id. Any fault
+    /// kills the child and is remembered by it and by this instance.
+    fn exchange(
+        &mut self,
+        request: &Request,
+        write: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), EnvError>,
+    ) -> Result<Value, EnvError> {
         let timeout = self.options.request_timeout;
-        let id = self.request_id;
-        let outcome = self
+        let shared = Arc::clone(&self.conn);
+        let mut conn = lock(&shared);
+        if let Some(e) = &conn.dead {
+            self.dead = Some(e.clone());
+            return Err(EnvError::new(format!(
+                "env process already failed: {}",
+                e.message
+            )));
+        }
+        let id = conn.next_id();
+        write(&mut self.buf, id)?;
+        if let Some(n) = self.instance {
+            message::set_instance(&mut self.buf, n);
+        }
+        let outcome = conn
             .child
             .send(&self.buf)
-            .and_then(|()| self.child.recv(timeout))
+            .and_then(|()| conn.child.recv(timeout))
             .map_err(|fault| fault.to_string())
             .and_then(|line| {
                 message::parse_line(line)
@@ -229,12 +338,20 @@ impl ProcessEnv {
                     .map(|()| value)
                     .map_err(|e| format!("the answer breaks the protocol: {e}"))
             });
-        outcome.map_err(|what| self.fail(request, &what))
+        outcome.map_err(|what| {
+            let e = fatal_error(&mut conn.child, &self.command, request, self.steps, &what);
+            conn.dead = Some(e.clone());
+            self.dead = Some(e.clone());
+            e
+        })
     }
 
     /// Kills the child for a fault and builds (and remembers) the error.
     fn fail(&mut self, request: &Request, what: &str) -> EnvError {
-        let e = fatal_error(&mut self.child, &self.command, request, self.steps, what);
+        let shared = Arc::clone(&self.conn);
+        let mut conn = lock(&shared);
+        let e = fatal_error(&mut conn.child, &self.command, request, self.steps, what);
+        conn.dead = Some(e.clone());
         self.dead = Some(e.clone());
         e
     }
@@ -251,7 +368,7 @@ impl ProcessEnv {
                 let mut message = format!(
                     "env process `{}` (pid {}): {}: the env failed: {error}",
                     self.command,
-                    self.child.id(),
+                    self.pid,
                     describe(request, self.steps)
                 );
                 if let Some(tb) = traceback {
@@ -263,8 +380,12 @@ impl ProcessEnv {
         }
     }
 
-    fn transition_request(&mut self, request: Request) -> Result<&Transition, EnvError> {
-        let mut value = self.exchange(&request)?;
+    fn transition_request(
+        &mut self,
+        request: Request,
+        write: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), EnvError>,
+    ) -> Result<&Transition, EnvError> {
+        let mut value = self.exchange(&request, write)?;
         self.answer(&request, &value)?;
         let read = match &mut value {
             Value::Object(map) => {
@@ -325,6 +446,8 @@ fn push_traceback(message: &mut String, traceback: &str, max: usize) {
 fn describe(request: &Request, steps: u64) -> String {
     match request {
         Request::Handshake => "handshake".to_string(),
+        Request::Upgrade => "upgrade to lockstep/2".to_string(),
+        Request::Create => "create (an env instance)".to_string(),
         Request::Reset(seed) => format!("reset (seed {seed})"),
         Request::Step(n) => format!("step {n}"),
         Request::State => format!("state (after step {steps})"),
@@ -394,16 +517,16 @@ impl Env for ProcessEnv {
 
     fn reset(&mut self, seed: u64, options: &Value) -> Result<&Transition, EnvError> {
         self.check_usable()?;
-        let id = self.next_id();
-        message::write_reset(&mut self.buf, id, seed, options).map_err(|e| {
-            EnvError::new(format!(
-                "env process `{}`: reset options cannot be sent: {e}",
-                self.command
-            ))
-        })?;
+        let command = self.command.clone();
         self.steps = 0;
         self.started = true;
-        self.transition_request(Request::Reset(seed))
+        self.transition_request(Request::Reset(seed), |buf, id| {
+            message::write_reset(buf, id, seed, options).map_err(|e| {
+                EnvError::new(format!(
+                    "env process `{command}`: reset options cannot be sent: {e}"
+                ))
+            })
+        })
     }
 
     fn step(&mut self, actions: &Actions) -> Result<&Transition, EnvError> {
@@ -414,19 +537,22 @@ impl Env for ProcessEnv {
                 self.command
             )));
         }
-        let id = self.next_id();
-        message::write_step(&mut self.buf, id, actions, &self.spec);
         let n = self.steps + 1;
-        self.transition_request(Request::Step(n))?;
+        let spec = self.spec.clone();
+        self.transition_request(Request::Step(n), |buf, id| {
+            message::write_step(buf, id, actions, &spec);
+            Ok(())
+        })?;
         self.steps = n;
         Ok(&self.transition)
     }
 
     fn state(&mut self) -> Result<Value, EnvError> {
         self.check_usable()?;
-        let id = self.next_id();
-        message::write_op(&mut self.buf, id, "state");
-        let value = self.exchange(&Request::State)?;
+        let value = self.exchange(&Request::State, |buf, id| {
+            message::write_op(buf, id, "state");
+            Ok(())
+        })?;
         let map = self.answer(&Request::State, &value)?;
         match message::read_state(map) {
             Ok(state) => Ok(state),
@@ -441,26 +567,34 @@ impl Env for ProcessEnv {
         if self.closed {
             return Ok(());
         }
+        if self.dead.is_none() {
+            self.dead = lock(&self.conn).dead.clone();
+        }
         if let Some(e) = &self.dead {
             self.closed = true;
             return Err(e.clone());
         }
-        let id = self.next_id();
-        message::write_op(&mut self.buf, id, "close");
         let result = self
-            .exchange(&Request::Close)
+            .exchange(&Request::Close, |buf, id| {
+                message::write_op(buf, id, "close");
+                Ok(())
+            })
             .and_then(|v| self.answer(&Request::Close, &v).map(|_| ()));
         self.closed = true;
-        match self.child.finish(self.options.request_timeout) {
+        if self.instance.is_some() {
+            // One instance of a shared child: the child lives on until its last user is gone.
+            return result;
+        }
+        let finished = lock(&self.conn).child.finish(self.options.request_timeout);
+        match finished {
             Some(status) if !status.success() && result.is_ok() => Err(EnvError::new(format!(
                 "env process `{}` (pid {}): close: the process ended with {status}",
-                self.command,
-                self.child.id()
+                self.command, self.pid
             ))),
             None if result.is_ok() => Err(EnvError::new(format!(
                 "env process `{}` (pid {}): close: the process did not exit within {} and was killed",
                 self.command,
-                self.child.id(),
+                self.pid,
                 show_duration(self.options.request_timeout)
             ))),
             _ => result,
@@ -468,13 +602,17 @@ impl Env for ProcessEnv {
     }
 }
 
-/// Builds [`ProcessEnv`]s: each `make()` starts a fresh child from `argv`.
+/// Builds [`ProcessEnv`]s: each `make()` starts a fresh child from `argv`. A trial makes its
+/// instances through [`ProcessEnvFactory::session`] instead (through
+/// [`EnvFactory::session`]), which hosts them in one child when the child offers `lockstep/2`.
 #[derive(Debug)]
 pub struct ProcessEnvFactory {
     pub argv: Vec<String>,
     pub options: ProcessOptions,
     /// Children of the other-process check started so far (numbers their `PYTHONHASHSEED`).
     other_processes: AtomicU64,
+    /// Children started in all (for tests and reports of what a run cost).
+    started: AtomicU64,
 }
 
 impl ProcessEnvFactory {
@@ -484,6 +622,7 @@ impl ProcessEnvFactory {
             argv,
             options,
             other_processes: AtomicU64::new(0),
+            started: AtomicU64::new(0),
         }
     }
 
@@ -501,14 +640,129 @@ impl ProcessEnvFactory {
         self.spawn_with_hash_seed(n)
     }
 
-    fn spawn_with_hash_seed(&self, hash_seed: u64) -> Result<ProcessEnv, EnvError> {
+    /// How many children this factory (and its sessions) started.
+    pub fn children_started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+
+    fn hash_seed_env(&self, hash_seed: u64) -> Vec<(String, String)> {
         let mut extra = Vec::new();
         if self.options.vary_python_hash_seed
             && !self.options.env.iter().any(|(k, _)| k == "PYTHONHASHSEED")
         {
             extra.push(("PYTHONHASHSEED".to_string(), hash_seed.to_string()));
         }
-        ProcessEnv::spawn_with_env(&self.argv, &self.options, &extra)
+        extra
+    }
+
+    fn spawn_with_hash_seed(&self, hash_seed: u64) -> Result<ProcessEnv, EnvError> {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        ProcessEnv::spawn_with_env(&self.argv, &self.options, &self.hash_seed_env(hash_seed))
+    }
+
+    /// A factory for one trial: every instance it makes lives in one child when the child
+    /// offers `lockstep/2` (else each is a child of its own, as with [`Self::spawn`]). The child
+    /// starts at the first `make()` and ends when the session and its instances are dropped; a
+    /// child that failed is replaced by a fresh one at the next `make()`. A session must never
+    /// outlive its trial: a child shared by two trials would make a verdict depend on how
+    /// trials were scheduled.
+    pub fn session(&self) -> ProcessSession<'_> {
+        ProcessSession {
+            factory: self,
+            host: Mutex::new(None),
+        }
+    }
+}
+
+/// A `lockstep/2` child hosting a session's instances.
+struct Host {
+    conn: Shared,
+    pid: u32,
+    handshake: Handshake,
+    /// Whether instance 0 (the one the handshake describes) was handed out.
+    first_taken: bool,
+}
+
+/// The instances of one trial, in one child: see [`ProcessEnvFactory::session`].
+pub struct ProcessSession<'a> {
+    factory: &'a ProcessEnvFactory,
+    host: Mutex<Option<Host>>,
+}
+
+impl ProcessSession<'_> {
+    fn make_env(&self) -> Result<ProcessEnv, EnvError> {
+        let f = self.factory;
+        let command = display_argv(&f.argv);
+        let mut host = self
+            .host
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if host.as_ref().is_some_and(|h| lock(&h.conn).dead.is_some()) {
+            *host = None;
+        }
+        if host.is_none() {
+            f.started.fetch_add(1, Ordering::Relaxed);
+            let (mut conn, handshake) = start(&f.argv, &f.options, &f.hash_seed_env(0))?;
+            let pid = conn.child.id();
+            if !handshake.offers_v2() {
+                // A lockstep/1 child hosts one env: this instance is its own child.
+                let conn = Arc::new(Mutex::new(conn));
+                return Ok(ProcessEnv::instance(
+                    conn, pid, None, command, &f.options, handshake,
+                ));
+            }
+            control(
+                &mut conn,
+                &command,
+                &f.options,
+                &Request::Upgrade,
+                message::write_upgrade,
+            )?;
+            *host = Some(Host {
+                conn: Arc::new(Mutex::new(conn)),
+                pid,
+                handshake,
+                first_taken: false,
+            });
+        }
+        let h = host.as_mut().expect("set above");
+        let number = if h.first_taken {
+            let mut conn = lock(&h.conn);
+            let map = control(
+                &mut conn,
+                &command,
+                &f.options,
+                &Request::Create,
+                |buf, id| message::write_op(buf, id, "create"),
+            )?;
+            message::read_instance(&map).map_err(|e| {
+                let what = format!("the answer breaks the protocol: {e}");
+                let e = fatal_error(&mut conn.child, &command, &Request::Create, 0, &what);
+                conn.dead = Some(e.clone());
+                e
+            })?
+        } else {
+            h.first_taken = true;
+            0
+        };
+        Ok(ProcessEnv::instance(
+            Arc::clone(&h.conn),
+            h.pid,
+            Some(number),
+            command,
+            &f.options,
+            h.handshake.clone(),
+        ))
+    }
+}
+
+impl EnvFactory for ProcessSession<'_> {
+    fn id(&self) -> String {
+        self.factory.id()
+    }
+
+    fn make(&self) -> Result<Box<dyn Env>, EnvError> {
+        Ok(Box::new(self.make_env()?))
     }
 }
 
@@ -519,6 +773,10 @@ impl EnvFactory for ProcessEnvFactory {
 
     fn make(&self) -> Result<Box<dyn Env>, EnvError> {
         Ok(Box::new(self.spawn()?))
+    }
+
+    fn session(&self) -> Option<Box<dyn EnvFactory + '_>> {
+        Some(Box::new(ProcessEnvFactory::session(self)))
     }
 }
 

@@ -141,3 +141,54 @@ fn a_crash_is_a_check_error_not_a_verdict() {
     assert!(err.contains("step 5"), "{err}");
     assert!(err.contains("walker: aborting at step 5"), "{err}");
 }
+
+/// Issue 10: state shared by instances in one process (a process-global `random` seeded at
+/// reset; a class-level cache) passed every check while each instance was its own process.
+/// Under lockstep/2 the interleaved check hosts its instances in one child and catches both,
+/// at the step, agent and key; the same-seed check still passes them (each rollout reseeds or
+/// refills what it uses).
+#[test]
+fn process_global_random_and_class_cache_fail_the_interleaved_check() {
+    require(&["gymnasium"]);
+    for bug in ["process_random", "class_cache"] {
+        let f = walker(Some(bug));
+        let session = f.session();
+        let cfg = CheckConfig::new(5, 60);
+        let same = run_check(CheckKind::SameSeed, &session, &cfg, Some(&f)).unwrap();
+        assert!(same.passed, "{bug}: {}", same.summary);
+        let o = run_check(CheckKind::Interleaved, &session, &cfg, Some(&f)).unwrap();
+        assert!(!o.passed, "{bug}: {}", o.summary);
+        let d = o.divergence.expect("a failure carries its divergence");
+        assert_eq!(
+            (d.step, d.agent().unwrap_or(""), d.key()),
+            (1, "agent", "pos"),
+            "{bug}: {}",
+            o.summary
+        );
+        let p = run_check(CheckKind::ParallelWorkers, &session, &cfg, Some(&f)).unwrap();
+        assert!(!p.passed, "{bug}: parallel: {}", p.summary);
+        drop(session);
+        assert_eq!(f.children_started(), 1, "{bug}: one child for the session");
+    }
+}
+
+/// The honest walker passes every check with every instance in one child.
+#[test]
+fn correct_walker_passes_every_check_in_one_child() {
+    require(&["gymnasium"]);
+    let f = walker(None);
+    let session = f.session();
+    let outcomes = run_checks(
+        &CheckKind::ALL,
+        &session,
+        &CheckConfig::new(7, 60),
+        Some(&f),
+    )
+    .unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+    drop(session);
+    // The session's child, and the other-process check's.
+    assert_eq!(f.children_started(), 2);
+}

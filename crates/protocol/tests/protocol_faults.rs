@@ -319,3 +319,79 @@ fn protocol_errors_name_the_childs_pid() {
         "{err}"
     );
 }
+
+/// A child that speaks only lockstep/1 (no `upgrades` in its handshake) still works through a
+/// session: each instance is a child of its own. The adapter, which offers lockstep/2, hosts
+/// every instance of a session in one child, each answering for itself.
+#[test]
+fn sessions_speak_lockstep_1_to_children_that_only_know_it() {
+    use lockstep::env::EnvFactory;
+    let f = ProcessEnvFactory::new(
+        module_argv("lockstep_adapter.faults", &["ok", "3"]),
+        options(),
+    );
+    let session = f.session();
+    let mut a = session.make().unwrap();
+    let mut b = session.make().unwrap();
+    let ea = rollout(a.as_mut(), 1, 5).map_err(|(_, e)| e).unwrap();
+    let eb = rollout(b.as_mut(), 1, 5).map_err(|(_, e)| e).unwrap();
+    assert_eq!(ea.transitions, eb.transitions);
+    a.close().unwrap();
+    b.close().unwrap();
+    assert_eq!(f.children_started(), 2);
+
+    require(&["gymnasium"]);
+    let f = ProcessEnvFactory::new(adapter_argv(&["gymnasium", "CartPole-v1"]), options());
+    let session = f.session();
+    let mut envs: Vec<_> = (0..3).map(|_| session.make().unwrap()).collect();
+    let episodes: Vec<_> = envs
+        .iter_mut()
+        .enumerate()
+        .map(|(i, e)| {
+            rollout(e.as_mut(), 10 + i as u64, 20)
+                .map_err(|(_, e)| e)
+                .unwrap()
+        })
+        .collect();
+    assert_ne!(
+        episodes[0].transitions, episodes[1].transitions,
+        "instances are apart"
+    );
+    // Instance 0 closed, the others still answer.
+    envs[0].close().unwrap();
+    let again = rollout(envs[1].as_mut(), 11, 20)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    assert_eq!(again.transitions, episodes[1].transitions);
+    for e in &mut envs[1..] {
+        e.close().unwrap();
+    }
+    drop(envs);
+    drop(session);
+    assert_eq!(f.children_started(), 1);
+}
+
+/// A child that dies takes every instance it hosted with it (each says so), and the session's
+/// next instance is a fresh child.
+#[test]
+fn a_dead_lockstep_2_child_fails_all_its_instances_and_is_replaced() {
+    use lockstep::env::EnvFactory;
+    require(&["gymnasium"]);
+    let argv = adapter_argv(&[
+        "factory",
+        "lockstep_adapter.testing:walker",
+        "--kwargs",
+        r#"{"bug": "crash"}"#,
+    ]);
+    let f = ProcessEnvFactory::new(argv, options());
+    let session = f.session();
+    let mut a = session.make().unwrap();
+    let mut b = session.make().unwrap();
+    let (_, err) = rollout(a.as_mut(), 1, 60).unwrap_err();
+    assert!(err.to_string().contains("signal: 6"), "{err}");
+    let other = b.reset(1, &Value::Null).unwrap_err().to_string();
+    assert!(other.contains("already failed"), "{other}");
+    let mut c = session.make().unwrap();
+    c.reset(1, &Value::Null).unwrap();
+    assert_eq!(f.children_started(), 2);
+}

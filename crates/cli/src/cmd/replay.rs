@@ -76,7 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!("lockstep {version} {}", &command("")["lockstep ".len()..]);
     // An env that cannot start is one error, said once, not one per check.
     source.probe()?;
-    let factory = source.factory();
+    // One trial: its instances share one child when an external env offers lockstep/2.
+    let session = source.factory().session();
+    let factory = session.as_deref().unwrap_or(source.factory());
     let cfg = CheckConfig::new(args.seed, args.steps);
     let runner = source.runner();
     let mut outcomes = Vec::with_capacity(kinds.len());
