@@ -208,6 +208,60 @@ class ParallelServed(Served):
         return self.transition(obs, rewards, terms, truncs, infos, sorted(obs))
 
 
+class AECServed(Served):
+    """A PettingZoo AEC (turn-based) env: its ``possible_agents``, one acting at a time.
+
+    Each transition holds the agent whose turn it is (its observation, with its action mask,
+    and the reward it gathered since its last turn), so lockstep sends that agent's action
+    only. Agents whose episode ended are stepped with ``None`` as PettingZoo requires, and the
+    transition that ends the game holds every agent, each terminated or truncated.
+    """
+
+    kind = "pettingzoo"
+
+    def _action_spaces(self):
+        return {a: self.env.action_space(a) for a in self.env.possible_agents}
+
+    def _observation_spaces(self):
+        return {a: self.env.observation_space(a) for a in self.env.possible_agents}
+
+    def _turn(self):
+        env = self.env
+        ended = {}
+        while env.agents:
+            agent = env.agent_selection
+            obs, reward, term, trunc, info = env.last()
+            if not (term or trunc):
+                break
+            ended[agent] = (obs, reward, term, trunc, info)
+            env.step(None)
+        if env.agents:
+            agent = env.agent_selection
+            ended[agent] = env.last()
+        elif not ended:
+            raise ValueError("the AEC env has no agent left and reported no end")
+        agents = sorted(ended)
+        obs = {a: ended[a][0] for a in agents}
+        rewards = {a: ended[a][1] for a in agents}
+        terms = {a: ended[a][2] for a in agents}
+        truncs = {a: ended[a][3] for a in agents}
+        infos = {a: ended[a][4] for a in agents}
+        return self.transition(obs, rewards, terms, truncs, infos, agents)
+
+    def reset(self, seed, options):
+        self.env.reset(seed=seed, options=options)
+        for a in self.agents:
+            self.action_spaces[a].seed(seed)
+        return self._turn()
+
+    def step(self, actions):
+        agent = self.env.agent_selection
+        if agent not in actions:
+            raise ValueError(f"it is {agent!r}'s turn; actions were given for {sorted(actions)}")
+        self.env.step(self.action_decoders[agent].decode(actions[agent]))
+        return self._turn()
+
+
 def _error(exc):
     return wire.dumps(
         {

@@ -29,6 +29,64 @@ fn cartpole_passes_every_check() {
     assert_eq!(other.divergence.as_ref().unwrap().step, 0);
 }
 
+/// Honest envs pass every check with a trial's instances in one child (issue 10, "Done when").
+#[test]
+fn acrobot_frozenlake_blackjack_pass_every_check_in_one_child() {
+    require(&["gymnasium"]);
+    for env in ["Acrobot-v1", "FrozenLake-v1", "Blackjack-v1"] {
+        let f = factory(&["gymnasium", env]);
+        let session = f.session();
+        let outcomes = run_checks(
+            &CheckKind::ALL,
+            &session,
+            &CheckConfig::new(7, 100),
+            Some(&f),
+        )
+        .unwrap();
+        for o in &outcomes {
+            assert!(o.passed, "{env}: {:?}: {}", o.check, o.summary);
+        }
+    }
+}
+
+/// Issue 10 item 5: PettingZoo AEC (turn-based) envs failed with an AttributeError about
+/// `parallel_env`. tictactoe_v3 is served one acting agent per step, its action mask
+/// honoured, and passes every check that applies (it has no randomness: the other-seed check
+/// does not apply to it).
+#[test]
+fn pettingzoo_aec_tictactoe_passes_every_check_that_applies() {
+    use lockstep::env::EnvFactory;
+    require(&["pettingzoo"]);
+    let f = factory(&["pettingzoo", "pettingzoo.classic.tictactoe_v3"]);
+    let session = f.session();
+    let kinds = [
+        CheckKind::SameSeed,
+        CheckKind::Interleaved,
+        CheckKind::OtherProcess,
+        CheckKind::ParallelWorkers,
+    ];
+    let outcomes = run_checks(&kinds, &session, &CheckConfig::new(3, 100), Some(&f)).unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+    // One agent acts at a time; the game ends with every agent done.
+    let mut env = session.make().unwrap();
+    let first = env.reset(3, &lockstep_canon::Value::Null).unwrap().clone();
+    assert_eq!(first.agents.keys().collect::<Vec<_>>(), ["player_1"]);
+    assert!(first.agents["player_1"].obs.contains_key("action_mask"));
+    let mut sampler = lockstep::actions::ActionSampler::new(3, env.spec());
+    let mut t = first;
+    let mut steps = 0;
+    while !t.is_done() {
+        assert_eq!(t.agents.len(), 1, "one acting agent at step {steps}");
+        let actions = sampler.sample(&t);
+        t = env.step(&actions).unwrap().clone();
+        steps += 1;
+        assert!(steps <= 9, "a game of tic-tac-toe has at most 9 moves");
+    }
+    assert_eq!(t.agents.len(), 2, "the last transition holds both players");
+}
+
 #[test]
 fn pendulum_passes_every_check() {
     require(&["gymnasium"]);
