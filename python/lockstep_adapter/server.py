@@ -53,6 +53,8 @@ class Served:
         self.action_decoders = {a: wire.ActionDecoder(self.action_spaces[a]) for a in self.agents}
         self.agent_names = {a: json.dumps(a) for a in self.agents}
         self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
+        # State paths already reported as sent by repr() (said once per path).
+        self._said_repr = set()
 
     # Subclasses provide these.
     def _action_spaces(self):
@@ -117,8 +119,13 @@ class Served:
             "np_random": _safe_rng(env),
             "action_space_rng": {a: _safe_rng(self.action_spaces[a]) for a in self.agents},
         }
+        fallbacks = []
         for name in self.fields:
-            out[name] = wire.to_json(getattr(env, name, None))
+            out[name] = wire.state_json(getattr(env, name, None), fallbacks, "/" + name)
+        for path in fallbacks:
+            if path not in self._said_repr:
+                self._said_repr.add(path)
+                sys.stderr.write(f"lockstep_adapter: state {path} has no inspectable state; sent as its repr()\n")
         return out
 
     def close(self):

@@ -26,9 +26,12 @@ process_random step noise from the process-global ``random``,    1       ``obs/p
 class_cache    a class-level cache of the last position, shared  1       ``obs/pos``
                by every instance in the process                  (inter-
                                                                  leaved)
+kept_timer     a ``Spawner`` object's timer survives ``reset``;    -       state
+               episodes are unaffected, only the state shows it  (audit) ``/spawner``
+               (with ``--fields spawner``)
 ============== ================================================= ======= ==============
 
-The last two pass the same-seed and other-process checks (each rollout reseeds or refills
+``process_random`` and ``class_cache`` pass the same-seed and other-process checks (each rollout reseeds or refills
 what it uses): only instances sharing one process, as lockstep/2 hosts them, show them.
 """
 
@@ -53,7 +56,15 @@ BUGS = (
     "chatty",
     "process_random",
     "class_cache",
+    "kept_timer",
 )
+
+
+class Spawner:
+    """A plain object holding a timer (as knights_archers_zombies keeps its zombie spawner)."""
+
+    def __init__(self):
+        self.timer = 0
 
 NAMES = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 
@@ -81,6 +92,7 @@ class Walker(gymnasium.Env):
         self.tick = 0
         self.t = 0
         self.pos = np.zeros(2)
+        self.spawner = Spawner()
 
     def _obs(self):
         return {"pos": self.pos.copy(), "tick": self.tick}
@@ -90,6 +102,8 @@ class Walker(gymnasium.Env):
         self.t = 0
         if self.bug != "leaky_reset":
             self.tick = 0
+        if self.bug != "kept_timer":
+            self.spawner = Spawner()
         self.pos = self.np_random.normal(size=2)
         if self.bug == "process_random":
             random.seed(seed)
@@ -100,6 +114,7 @@ class Walker(gymnasium.Env):
     def step(self, action):
         self.t += 1
         self.tick += 1
+        self.spawner.timer += 1
         if self.bug == "crash" and self.t == 5:
             sys.stderr.write("walker: aborting at step 5\n")
             sys.stderr.flush()

@@ -292,3 +292,76 @@ def rng_state(rng):
     if isinstance(rng, np.random.BitGenerator):
         return to_json(rng.state)
     return repr(type(rng))
+
+
+# ---------------------------------------------------------------------------------------------
+# State of plain objects (--fields)
+
+#: How deep :func:`state_json` follows attributes of objects inside objects.
+STATE_DEPTH_MAX = 8
+
+
+def state_json(value, fallbacks, path="", depth=0, _active=None):
+    """Plain-JSON form of an env attribute for the reset contract's state.
+
+    Unlike :func:`to_json` (which gives other objects their ``repr``, an address that is the
+    same every time and hides what changed), plain objects are serialised by their attributes,
+    recursively: ``__dict__`` and ``__slots__`` as ``{"__class__": "module.Name", attr: ...}``;
+    numpy arrays as ``{"dtype", "shape", "bytes"}`` (base64 of the raw bytes); numpy RNGs by
+    their bit-generator state; classes, functions and modules by their qualified name. A
+    cycle is ``"<cycle>"``, and nesting deeper than :data:`STATE_DEPTH_MAX` is cut with
+    ``"<depth limit>"``. What has no inspectable state falls back to ``repr``, and its JSON
+    Pointer is appended to ``fallbacks`` so the caller can say which fields did.
+    """
+    active = set() if _active is None else _active
+    if value is None or value is True or value is False or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_, int, np.integer, float, np.floating, bytes, bytearray)):
+        return to_json(value)
+    if isinstance(value, np.ndarray):
+        return {
+            "dtype": value.dtype.str,
+            "shape": [int(n) for n in value.shape],
+            "bytes": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii"),
+        }
+    if isinstance(value, np.generic):
+        return to_json(value.item())
+    if isinstance(value, (np.random.Generator, np.random.RandomState, np.random.BitGenerator)):
+        return rng_state(value)
+    if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+        return f"<{getattr(value, '__module__', '?')}.{value.__qualname__}>"
+    if type(value).__name__ == "module":
+        return f"<module {value.__name__}>"
+    if depth >= STATE_DEPTH_MAX:
+        return "<depth limit>"
+    if id(value) in active:
+        return "<cycle>"
+    active.add(id(value))
+    try:
+        def seg(key):
+            return str(key).replace("~", "~0").replace("/", "~1")
+
+        if isinstance(value, dict):
+            return {
+                str(k): state_json(v, fallbacks, f"{path}/{seg(k)}", depth + 1, active)
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [state_json(v, fallbacks, f"{path}/{i}", depth + 1, active) for i, v in enumerate(value)]
+        if isinstance(value, (set, frozenset)):
+            return [state_json(v, fallbacks, f"{path}/{i}", depth + 1, active) for i, v in enumerate(value)]
+        attrs = {}
+        for klass in type(value).__mro__:
+            for slot in getattr(klass, "__slots__", ()):
+                if isinstance(slot, str) and slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
+                    attrs[slot] = getattr(value, slot)
+        attrs.update(getattr(value, "__dict__", None) or {})
+        if not attrs:
+            fallbacks.append(path)
+            return repr(value)
+        out = {"__class__": f"{type(value).__module__}.{type(value).__qualname__}"}
+        for k in sorted(attrs):
+            out[k] = state_json(attrs[k], fallbacks, f"{path}/{seg(k)}", depth + 1, active)
+        return out
+    finally:
+        active.discard(id(value))

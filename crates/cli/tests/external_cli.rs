@@ -200,3 +200,48 @@ fn a_default_cartpole_check_starts_two_python_processes_per_seed() {
     );
     assert_eq!(starts(&count), 11);
 }
+
+/// Issue 10 item 9: with `--fields`, an attribute that is a plain object was sent as its
+/// `repr()`, the same address every time, so a timer kept across reset conformed. Objects are
+/// now serialised by their attributes and the audit sees the timer.
+#[test]
+fn fields_that_are_objects_are_audited_by_their_attributes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |bug: &str| -> serde_json::Value {
+        let out = dir.path().join(bug);
+        let kwargs = format!("{{\"bug\": \"{bug}\"}}");
+        let py = python();
+        let o = lockstep_py(&[
+            "check",
+            "--seeds",
+            "1",
+            "--steps",
+            "10",
+            "--checks",
+            "same",
+            "--out",
+            out.to_str().unwrap(),
+            "--cmd",
+            "--",
+            &py,
+            "-m",
+            "lockstep_adapter",
+            "factory",
+            "lockstep_adapter.testing:walker",
+            "--kwargs",
+            &kwargs,
+            "--fields",
+            "spawner",
+        ]);
+        assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        report["trials"][0]["audit"].clone()
+    };
+    let kept = run("kept_timer");
+    assert_eq!(kept["conforms"], false, "{kept}");
+    let fields = kept["different_fields"].to_string();
+    assert!(fields.contains("spawner"), "{kept}");
+    // The control: the same env resetting its spawner conforms.
+    assert_eq!(run("chatty")["conforms"], true);
+}
