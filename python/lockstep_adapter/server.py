@@ -103,6 +103,8 @@ class Served:
             "contract": contract,
             # lockstep/2: several instances of this env in this process (docs/protocol.md).
             "upgrades": [PROTOCOL_V2],
+            # lockstep/2's fork op (the forked-workers check) needs os.fork (Unix).
+            "fork": hasattr(os, "fork"),
         }
 
     def declared_fields(self):
@@ -316,6 +318,7 @@ def serve(make, out=None, inp=None):
 
     instances = {0: served}
     upgraded = False
+    in_fork = False
     created = 0
     while True:
         line = inp.readline()
@@ -334,6 +337,25 @@ def serve(make, out=None, inp=None):
                     raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
                 upgraded = True
                 reply = '{"ok":true,"protocol":%s}' % json.dumps(PROTOCOL_V2)
+            elif op == "fork":
+                # The fork answers this request and serves the next ones on the same pipes
+                # until end_fork; this process waits for it meanwhile and sends nothing.
+                if not upgraded or not hasattr(os, "fork"):
+                    raise ValueError("fork needs lockstep/2 on a system with os.fork")
+                out.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid != 0:
+                    os.waitpid(pid, 0)
+                    continue
+                in_fork = True
+                reply = '{"ok":true,"pid":%d}' % os.getpid()
+            elif op == "end_fork":
+                if not in_fork:
+                    raise ValueError("end_fork outside a forked worker")
+                send('{"id":%s,"ok":true}' % rid)
+                sys.stderr.flush()
+                os._exit(0)
             elif op == "create":
                 if not upgraded:
                     raise ValueError("create needs lockstep/2 (send upgrade first)")

@@ -26,6 +26,10 @@ process_random step noise from the process-global ``random``,    1       ``obs/p
 class_cache    a class-level cache of the last position, shared  1       ``obs/pos``
                by every instance in the process                  (inter-
                                                                  leaved)
+module_rng     each new instance draws its start offset from a      0       ``obs/pos``
+               module-level RNG that every step advances: a      (forked
+               worker forked from a warm process starts          worker)
+               elsewhere than one in a fresh process
 kept_timer     a ``Spawner`` object's timer survives ``reset``;    -       state
                episodes are unaffected, only the state shows it  (audit) ``/spawner``
                (with ``--fields spawner``)
@@ -57,7 +61,11 @@ BUGS = (
     "process_random",
     "class_cache",
     "kept_timer",
+    "module_rng",
 )
+
+# The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
+_MODULE_RNG = random.Random(0)
 
 
 class Spawner:
@@ -93,6 +101,8 @@ class Walker(gymnasium.Env):
         self.t = 0
         self.pos = np.zeros(2)
         self.spawner = Spawner()
+        # The start offset: fixed for an instance, but drawn from the module's RNG.
+        self.offset = _MODULE_RNG.random() if bug == "module_rng" else 0.0
 
     def _obs(self):
         return {"pos": self.pos.copy(), "tick": self.tick}
@@ -104,7 +114,7 @@ class Walker(gymnasium.Env):
             self.tick = 0
         if self.bug != "kept_timer":
             self.spawner = Spawner()
-        self.pos = self.np_random.normal(size=2)
+        self.pos = self.np_random.normal(size=2) + self.offset
         if self.bug == "process_random":
             random.seed(seed)
         if self.bug == "class_cache":
@@ -115,6 +125,8 @@ class Walker(gymnasium.Env):
         self.t += 1
         self.tick += 1
         self.spawner.timer += 1
+        if self.bug == "module_rng":
+            _MODULE_RNG.random()
         if self.bug == "crash" and self.t == 5:
             sys.stderr.write("walker: aborting at step 5\n")
             sys.stderr.flush()

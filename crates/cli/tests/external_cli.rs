@@ -245,3 +245,32 @@ fn fields_that_are_objects_are_audited_by_their_attributes() {
     // The control: the same env resetting its spawner conforms.
     assert_eq!(run("chatty")["conforms"], true);
 }
+
+/// `replay --checks fork`: a fault caught in a forked worker exits 1 and names it; on an env
+/// that cannot fork (a built-in one) the check is "n/a", neither passed nor failed.
+#[test]
+fn replay_runs_the_fork_check_and_says_when_it_does_not_apply() {
+    let py = python();
+    let o = lockstep_py(&[
+        "replay",
+        "--checks",
+        "fork",
+        "--cmd",
+        "--",
+        &py,
+        "-m",
+        "lockstep_adapter",
+        "factory",
+        "lockstep_adapter.testing:walker",
+        "--kwargs",
+        r#"{"bug": "module_rng"}"#,
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{text}{}", stderr(&o));
+    assert!(text.contains("FAIL forked_workers"), "{text}");
+    let o = lockstep(&["replay", "--checks", "fork,same", "--env", "fixture"]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("n/a  forked_workers"), "{text}");
+    assert!(text.contains("(1 not applicable)"), "{text}");
+}

@@ -457,6 +457,12 @@ pub trait EnvFactory: Send + Sync {
     fn session(&self) -> Option<Box<dyn EnvFactory + '_>> {
         None
     }
+
+    /// How the forked-workers check forks this env's process, when it can
+    /// ([`crate::check::Forker`]). Default: `None`, the check does not apply.
+    fn forker(&self) -> Option<&dyn crate::check::Forker> {
+        None
+    }
 }
 
 impl<F> EnvFactory for (String, F)

@@ -91,6 +91,8 @@ pub struct Handshake {
     pub contract: WireContract,
     /// Versions the env can be upgraded to (`lockstep/2`); empty for a `lockstep/1`-only env.
     pub upgrades: Vec<String>,
+    /// Whether the child can fork a worker (`lockstep/2`'s `fork` op; handshake `"fork"`).
+    pub fork: bool,
 }
 
 impl Handshake {
@@ -347,12 +349,18 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
             })
             .collect::<Result<Vec<_>, _>>()?,
     };
+    let fork = match map.get("fork") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("/fork", "`fork` is not a boolean")),
+    };
     Ok(Handshake {
         env_id,
         config,
         agents,
         contract,
         upgrades,
+        fork,
     })
 }
 

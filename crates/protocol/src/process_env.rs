@@ -8,7 +8,7 @@ use lockstep_canon::Value;
 
 use crate::child::{show_duration, Child};
 use crate::message::{self, Handshake, Reply, WireContract};
-use lockstep::check::ProcessRunner;
+use lockstep::check::{Forker, ProcessRunner};
 use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
 use lockstep::trace::{self, Recorded, RolloutOptions};
 
@@ -123,6 +123,8 @@ enum Request {
     Handshake,
     Upgrade,
     Create,
+    Fork,
+    EndFork,
     Reset(u64),
     Step(u64),
     State,
@@ -448,6 +450,8 @@ fn describe(request: &Request, steps: u64) -> String {
         Request::Handshake => "handshake".to_string(),
         Request::Upgrade => "upgrade to lockstep/2".to_string(),
         Request::Create => "create (an env instance)".to_string(),
+        Request::Fork => "fork (a worker)".to_string(),
+        Request::EndFork => "end_fork".to_string(),
         Request::Reset(seed) => format!("reset (seed {seed})"),
         Request::Step(n) => format!("step {n}"),
         Request::State => format!("state (after step {steps})"),
@@ -764,6 +768,10 @@ impl EnvFactory for ProcessSession<'_> {
     fn make(&self) -> Result<Box<dyn Env>, EnvError> {
         Ok(Box::new(self.make_env()?))
     }
+
+    fn forker(&self) -> Option<&dyn Forker> {
+        Some(self.factory)
+    }
 }
 
 impl EnvFactory for ProcessEnvFactory {
@@ -777,6 +785,54 @@ impl EnvFactory for ProcessEnvFactory {
 
     fn session(&self) -> Option<Box<dyn EnvFactory + '_>> {
         Some(Box::new(ProcessEnvFactory::session(self)))
+    }
+
+    fn forker(&self) -> Option<&dyn Forker> {
+        Some(self)
+    }
+}
+
+/// The forked-workers check: a fresh child plays the seed, then the warm-up seeds, then forks
+/// (`lockstep/2`'s `fork` op); in the fork a new instance plays the seed again. A child that
+/// does not offer `lockstep/2` with `"fork": true` cannot fork: `Ok(None)`.
+impl Forker for ProcessEnvFactory {
+    fn fork_runs(
+        &self,
+        seed: u64,
+        warm_up: &[u64],
+        steps: u64,
+        opts: &RolloutOptions,
+    ) -> Result<Option<(Recorded, Recorded)>, String> {
+        let session = self.session();
+        let mut env = session.make_env().map_err(|e| e.to_string())?;
+        if env.instance.is_none() || !env.handshake.fork {
+            return Ok(None);
+        }
+        let reference = trace::rollout(&mut env, seed, steps, opts).map_err(|e| e.to_string())?;
+        let plain = RolloutOptions {
+            capture: None,
+            ..opts.clone()
+        };
+        for &s in warm_up {
+            trace::rollout(&mut env, s, steps, &plain).map_err(|e| e.to_string())?;
+        }
+        let command = display_argv(&self.argv);
+        let op = |request: Request, name: &'static str| -> Result<(), String> {
+            let mut conn = lock(&env.conn);
+            control(&mut conn, &command, &self.options, &request, |buf, id| {
+                message::write_op(buf, id, name)
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        };
+        op(Request::Fork, "fork")?;
+        // The fork now serves the pipes: this instance is created in it.
+        let mut worker = session.make_env().map_err(|e| e.to_string())?;
+        let forked = trace::rollout(&mut worker, seed, steps, opts).map_err(|e| e.to_string());
+        let ended = op(Request::EndFork, "end_fork");
+        let forked = forked?;
+        ended?;
+        Ok(Some((reference, forked)))
     }
 }
 

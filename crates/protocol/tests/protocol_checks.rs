@@ -250,3 +250,40 @@ fn correct_walker_passes_every_check_in_one_child() {
     // The session's child, and the other-process check's.
     assert_eq!(f.children_started(), 2);
 }
+
+/// Issue 10 item 2: the forked-workers check. An env whose new instances read a module RNG
+/// that earlier episodes advanced replays a seed differently in a worker forked from a warm
+/// process; the check catches it at the reset, on `pos`. Honest envs pass; a child that
+/// cannot fork (lockstep/1 only) is reported as not applicable, never as passed.
+#[test]
+fn a_module_rng_advanced_by_earlier_episodes_fails_the_fork_check() {
+    require(&["gymnasium"]);
+    let cfg = CheckConfig::new(5, 60);
+    let f = walker(Some("module_rng"));
+    let session = f.session();
+    let same = run_check(CheckKind::SameSeed, &session, &cfg, Some(&f)).unwrap();
+    assert!(same.passed, "{}", same.summary);
+    let o = run_check(CheckKind::ForkedWorkers, &session, &cfg, Some(&f)).unwrap();
+    assert!(o.applicable && !o.passed, "{}", o.summary);
+    let d = o.divergence.expect("a failure carries its divergence");
+    assert_eq!(
+        (d.step, d.agent().unwrap_or(""), d.key()),
+        (0, "agent", "pos"),
+        "{}",
+        o.summary
+    );
+
+    for good in [walker(None), factory(&["gymnasium", "CartPole-v1"])] {
+        let session = good.session();
+        let o = run_check(CheckKind::ForkedWorkers, &session, &cfg, Some(&good)).unwrap();
+        assert!(o.applicable && o.passed, "{}", o.summary);
+    }
+
+    let v1 = ProcessEnvFactory::new(
+        protocol_common::module_argv("lockstep_adapter.faults", &["ok", "3"]),
+        options(),
+    );
+    let session = v1.session();
+    let o = run_check(CheckKind::ForkedWorkers, &session, &cfg, Some(&v1)).unwrap();
+    assert!(!o.applicable && !o.passed, "{}", o.summary);
+}

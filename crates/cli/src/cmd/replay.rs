@@ -23,7 +23,8 @@ pub struct Args {
     /// Steps per rollout after the reset (fewer when the episode ends first).
     #[arg(long, default_value_t = 100)]
     pub steps: u64,
-    /// Checks to run, comma-separated: same, other, interleaved, process, parallel.
+    /// Checks to run, comma-separated: same, other, interleaved, process, parallel, fork
+    /// (forked workers: external envs whose child can fork).
     #[arg(
         long,
         value_delimiter = ',',
@@ -94,7 +95,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let mark = if o.passed { "ok  " } else { "FAIL" };
+        let mark = match (o.applicable, o.passed) {
+            (false, _) => "n/a ",
+            (true, true) => "ok  ",
+            (true, false) => "FAIL",
+        };
         println!("{mark} {:<17} {}", o.check.name(), o.summary);
         if let Some(note) = o.divergence.as_ref().and_then(|d| d.note.as_ref()) {
             if !o.passed {
@@ -103,7 +108,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         outcomes.push(o);
     }
-    let failed: Vec<&CheckOutcome> = outcomes.iter().filter(|o| !o.passed).collect();
+    // A check that does not apply is neither passed nor failed.
+    let failed: Vec<&CheckOutcome> = outcomes
+        .iter()
+        .filter(|o| o.applicable && !o.passed)
+        .collect();
     let replay = (!failed.is_empty()).then(|| {
         let names: Vec<&str> = failed.iter().map(|o| o.check.short()).collect();
         command(&format!(" --checks {}", names.join(",")))
@@ -143,6 +152,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if replay.is_some() {
         return Ok(ExitCode::from(1));
     }
-    println!("all {} checks passed", outcomes.len());
+    let na = outcomes.iter().filter(|o| !o.applicable).count();
+    if na == 0 {
+        println!("all {} checks passed", outcomes.len());
+    } else {
+        println!(
+            "all {} checks that apply passed ({na} not applicable)",
+            outcomes.len() - na
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
