@@ -274,3 +274,43 @@ fn replay_runs_the_fork_check_and_says_when_it_does_not_apply() {
     assert!(text.contains("n/a  forked_workers"), "{text}");
     assert!(text.contains("(1 not applicable)"), "{text}");
 }
+
+/// docs/findings.md: knights_archers_zombies_v11 keeps its zombie-spawn timer (an `Interval`
+/// object) across reset. With `--fields zombie_spawn_interval` the audit sees it.
+#[test]
+fn knights_archers_zombies_keeps_its_spawn_timer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kaz");
+    let py = python();
+    let o = lockstep_py(&[
+        "check",
+        "--seeds",
+        "1",
+        "--steps",
+        "12",
+        "--checks",
+        "same",
+        "--out",
+        out.to_str().unwrap(),
+        "--cmd",
+        "--",
+        &py,
+        "-m",
+        "lockstep_adapter",
+        "pettingzoo",
+        "pettingzoo.butterfly.knights_archers_zombies_v11",
+        "--fields",
+        "zombie_spawn_interval",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let audit = &report["trials"][0]["audit"];
+    assert_eq!(audit["conforms"], false, "{audit}");
+    assert!(
+        audit["changes"]
+            .to_string()
+            .contains("/zombie_spawn_interval/_current_step"),
+        "{audit}"
+    );
+}
