@@ -162,6 +162,38 @@ class Walker(gymnasium.Env):
         return self._obs(), reward, False, self.t >= self.horizon, info
 
 
+class MissionWalker(Walker):
+    """The walker with a Text observation ``mission`` (as MiniGrid's ``MissionSpace``): a
+    sentence drawn from the env's RNG at reset."""
+
+    WORDS = ("go", "to", "the", "red", "green", "blue", "door", "key", "ball", "caf\u00e9")
+
+    def __init__(self, bug=None, horizon=60):
+        super().__init__(bug=bug, horizon=horizon)
+        self.observation_space = spaces.Dict(
+            {
+                "pos": spaces.Box(-np.inf, np.inf, (2,), np.float64),
+                "tick": spaces.Discrete(1_000_000),
+                "mission": spaces.Text(max_length=64, charset="abcdefghijklmnopqrstuvwxyz\u00e9 "),
+            }
+        )
+        self.mission = ""
+
+    def _obs(self):
+        return {"pos": self.pos.copy(), "tick": self.tick, "mission": self.mission}
+
+    def reset(self, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        words = self.np_random.choice(len(self.WORDS), size=3)
+        self.mission = " ".join(self.WORDS[i] for i in words)
+        return self._obs(), info
+
+
+def mission_walker(bug=None, horizon=60):
+    """Factory of :class:`MissionWalker` (a Text observation)."""
+    return MissionWalker(bug=bug, horizon=horizon)
+
+
 def walker(bug=None, horizon=60):
     """Factory for ``python -m lockstep_adapter factory lockstep_adapter.testing:walker``."""
     return Walker(bug=bug, horizon=horizon)

@@ -205,7 +205,11 @@ def declare_space(space):
             "low": [_bound(x) for x in np.asarray(space.low, dtype=np.float64).ravel()],
             "high": [_bound(x) for x in np.asarray(space.high, dtype=np.float64).ravel()],
         }
-    raise WireError(f"space {space!r} cannot be declared (supported: Discrete, MultiDiscrete, MultiBinary, Box)")
+    if kind in ("Text", "MissionSpace"):
+        # A string observation travels as its UTF-8 bytes (at most 4 per character).
+        n = 4 * int(getattr(space, "max_length", 0) or 0)
+        return {"type": "box", "dtype": "uint8", "shape": [n], "low": [0] * n, "high": [255] * n}
+    raise WireError(f"space {space!r} cannot be declared (supported: Discrete, MultiDiscrete, MultiBinary, Box; Text observations)")
 
 
 def observation_keys(space):
@@ -238,10 +242,14 @@ class ObservationEncoder:
         self.encoders = {k: ArrayEncoder() for k in self.keys}
         self.structured = _space_kind(space) in ("Dict", "Tuple")
         self.discrete = {k for k, sp in self.leaves.items() if _space_kind(sp) == "Discrete"}
+        self.text = {k for k, sp in self.leaves.items() if _space_kind(sp) in ("Text", "MissionSpace")}
 
     def _leaf(self, key, value):
         if key in self.discrete:
             return np.asarray([value], dtype=np.int64).reshape(1)
+        if key in self.text:
+            # The string's UTF-8 bytes, shape [n]: a changed mission shows in the trace.
+            return np.frombuffer(str(value).encode("utf-8"), dtype=np.uint8)
         return value
 
     def encode(self, obs):

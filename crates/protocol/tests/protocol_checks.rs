@@ -287,3 +287,34 @@ fn a_module_rng_advanced_by_earlier_episodes_fails_the_fork_check() {
     let o = run_check(CheckKind::ForkedWorkers, &session, &cfg, Some(&v1)).unwrap();
     assert!(!o.applicable && !o.passed, "{}", o.summary);
 }
+
+/// Issue 10 item 8: Text observations (MiniGrid's `mission`, a `MissionSpace`) were refused at
+/// the handshake. They travel as their UTF-8 bytes (a uint8 array), so a changed mission shows
+/// in the trace; a walker with a Text observation passes every check.
+#[test]
+fn text_observations_are_served_as_utf8_bytes() {
+    use lockstep::env::{Env, EnvFactory};
+    require(&["gymnasium"]);
+    let f = ProcessEnvFactory::new(
+        adapter_argv(&["factory", "lockstep_adapter.testing:mission_walker"]),
+        options(),
+    );
+    let session = f.session();
+    let mut env = session.make().unwrap();
+    let t = env.reset(4, &lockstep_canon::Value::Null).unwrap();
+    let mission = &t.agents["agent"].obs["mission"];
+    let bytes = mission.to_le_bytes();
+    let text = String::from_utf8(bytes).expect("UTF-8");
+    assert_eq!(text.split(' ').count(), 3, "{text:?}");
+    env.close().unwrap();
+    let outcomes = run_checks(
+        &CheckKind::ALL,
+        &session,
+        &CheckConfig::new(4, 30),
+        Some(&f),
+    )
+    .unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+}
