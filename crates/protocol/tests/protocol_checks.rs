@@ -293,7 +293,7 @@ fn a_module_rng_advanced_by_earlier_episodes_fails_the_fork_check() {
 /// in the trace; a walker with a Text observation passes every check.
 #[test]
 fn text_observations_are_served_as_utf8_bytes() {
-    use lockstep::env::{Env, EnvFactory};
+    use lockstep::env::EnvFactory;
     require(&["gymnasium"]);
     let f = ProcessEnvFactory::new(
         adapter_argv(&["factory", "lockstep_adapter.testing:mission_walker"]),
