@@ -49,8 +49,21 @@ class Served:
         self.agents = sorted(self._action_spaces())
         self.action_spaces = self._action_spaces()
         self.obs_spaces = self._observation_spaces()
-        self.obs_encoders = {a: wire.ObservationEncoder(self.obs_spaces[a]) for a in self.agents}
-        self.action_decoders = {a: wire.ActionDecoder(self.action_spaces[a]) for a in self.agents}
+        self.obs_encoders = {}
+        self.action_decoders = {}
+        for a in self.agents:
+            # A space the protocol cannot carry is one line naming the space and the agent.
+            try:
+                self.obs_encoders[a] = wire.ObservationEncoder(self.obs_spaces[a])
+                for key, leaf in wire.observation_keys(self.obs_spaces[a]).items():
+                    wire.declare_space(leaf)
+            except wire.WireError as exc:
+                raise wire.WireError(f"agent {a!r}: observation: {exc}") from None
+            try:
+                self.action_decoders[a] = wire.ActionDecoder(self.action_spaces[a])
+                wire.declare_space(self.action_spaces[a])
+            except wire.WireError as exc:
+                raise wire.WireError(f"agent {a!r}: action: {exc}") from None
         self.agent_names = {a: json.dumps(a) for a in self.agents}
         self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
         # State paths already reported as sent by repr() (said once per path).
@@ -282,13 +295,12 @@ def _error(exc):
 
 
 def _start_failure(exc):
-    """The handshake that says the env could not be built: the error and its traceback."""
-    return {
-        "protocol": PROTOCOL,
-        "ok": False,
-        "error": f"{type(exc).__name__}: {exc}",
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-    }
+    """The handshake that says the env could not be built: the error and its traceback (none
+    for a space the protocol cannot carry: that error is one line naming the agent and space)."""
+    hello = {"protocol": PROTOCOL, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(exc, wire.WireError):
+        hello["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return hello
 
 
 def serve(make, out=None, inp=None):

@@ -194,6 +194,13 @@ def mission_walker(bug=None, horizon=60):
     return MissionWalker(bug=bug, horizon=horizon)
 
 
+def graph_walker():
+    """A walker whose observation is a Graph space, which the protocol cannot carry."""
+    env = Walker()
+    env.observation_space = spaces.Graph(spaces.Box(0, 1, (2,)), None)
+    return env
+
+
 def walker(bug=None, horizon=60):
     """Factory for ``python -m lockstep_adapter factory lockstep_adapter.testing:walker``."""
     return Walker(bug=bug, horizon=horizon)

@@ -314,3 +314,31 @@ fn knights_archers_zombies_keeps_its_spawn_timer() {
         "{audit}"
     );
 }
+
+/// Issue 10 item 5: a space the protocol cannot carry (Graph, OneOf) fails at the handshake
+/// with one line naming the agent and the space, no traceback.
+#[test]
+fn an_unsupported_space_is_one_line_naming_agent_and_space() {
+    let py = python();
+    let o = lockstep_py(&[
+        "replay",
+        "--cmd",
+        "--",
+        &py,
+        "-m",
+        "lockstep_adapter",
+        "factory",
+        "lockstep_adapter.testing:graph_walker",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("failed to start"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("agent 'agent': observation: space Graph("),
+        "{line}"
+    );
+    assert!(!err.contains("Traceback"), "{err}");
+}
