@@ -89,8 +89,21 @@ pub fn known() -> Vec<String> {
     FAMILIES.iter().flat_map(|f| (f.names)()).collect()
 }
 
-/// The factory for `name`; an unknown name is an error listing the known ones.
+/// The factory for `name`; an unknown name is an error listing the known ones. A golden of an
+/// external env names it `cmd:["ARGV", ...]` ([`lockstep::golden::Golden::env_name`]): its
+/// command line, run with the default limits.
 pub fn resolve(name: &str) -> anyhow::Result<Box<dyn EnvFactory>> {
+    if let Some(argv) = name.strip_prefix(lockstep::golden::CMD_PREFIX) {
+        let argv: Vec<String> = serde_json::from_str(argv)
+            .map_err(|e| anyhow::anyhow!("env {name:?}: not a JSON array of strings: {e}"))?;
+        if argv.is_empty() {
+            bail!("env {name:?}: an empty command line");
+        }
+        return Ok(Box::new(ProcessEnvFactory::new(
+            argv,
+            ProcessOptions::default(),
+        )));
+    }
     for family in FAMILIES {
         if let Some(found) = (family.resolve)(name) {
             return found;
@@ -119,6 +132,11 @@ pub struct ExternalEnvArgs {
 }
 
 impl ExternalEnvArgs {
+    /// The factory of `argv` with these flags' limits (goldens of external envs).
+    pub fn factory_of(&self, argv: Vec<String>) -> anyhow::Result<ProcessEnvFactory> {
+        Ok(ProcessEnvFactory::new(argv, self.options()?))
+    }
+
     /// The command line, when `--cmd` names one; an error for half of the pair.
     pub fn command(&self) -> anyhow::Result<Option<&[String]>> {
         match (self.cmd, self.argv.is_empty()) {

@@ -342,3 +342,97 @@ fn an_unsupported_space_is_one_line_naming_agent_and_space() {
     );
     assert!(!err.contains("Traceback"), "{err}");
 }
+
+/// Issue 10 item 4: goldens for external envs. `golden record|verify|update --cmd -- ARGV`
+/// works like `--env`; the file keeps the argv (verify runs it again), the handshake's env_id
+/// and config; another env_id or config is a failure, not a silent pass; `check --golden`
+/// verifies such a golden.
+#[test]
+fn goldens_record_verify_and_catch_drift_for_a_cmd_env() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cartpole.golden.json");
+    let file_s = file.to_str().unwrap();
+    let py = python();
+    let cartpole = [
+        py.as_str(),
+        "-m",
+        "lockstep_adapter",
+        "gymnasium",
+        "CartPole-v1",
+    ];
+    let with = |head: &[&str], argv: &[&str]| {
+        let mut args: Vec<&str> = head.to_vec();
+        args.push("--cmd");
+        args.push("--");
+        args.extend_from_slice(argv);
+        lockstep_py(&args)
+    };
+    let o = with(&["golden", "record", "--steps", "30", file_s], &cartpole);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let g: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(g["env"], "gymnasium:CartPole-v1");
+    assert_eq!(g["argv"][3], "gymnasium");
+    assert_eq!(g["config"]["target"], "CartPole-v1");
+
+    // Verify runs the recorded command line again.
+    let o = lockstep_py(&["golden", "verify", file_s]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
+
+    // Another config of the same env: a failure naming it.
+    let mut other_config: Vec<&str> = cartpole.to_vec();
+    other_config.extend(["--kwargs", r#"{"sutton_barto_reward": true}"#]);
+    let o = with(&["golden", "verify", file_s], &other_config);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(out.contains("config differs at /kwargs"), "{out}");
+
+    // Another env id: a failure naming both.
+    let acrobot = [
+        py.as_str(),
+        "-m",
+        "lockstep_adapter",
+        "gymnasium",
+        "Acrobot-v1",
+    ];
+    let o = with(&["golden", "verify", file_s], &acrobot);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("recorded with env \"gymnasium:CartPole-v1\", the env now reports \"gymnasium:Acrobot-v1\""),
+        "{out}"
+    );
+
+    // check --golden verifies it beside a built-in env.
+    let report = dir.path().join("report");
+    let o = lockstep_py(&[
+        "check",
+        "fixture",
+        "--seeds",
+        "1",
+        "--steps",
+        "5",
+        "--golden",
+        file_s,
+        "--out",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
+
+    // update keeps the command line.
+    let o = lockstep_py(&["golden", "update", file_s, "--reason", "re-recorded"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let g: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(g["argv"][4], "CartPole-v1");
+}

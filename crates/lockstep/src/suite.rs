@@ -206,7 +206,7 @@ pub fn verify_golden(path: &Path, resolve: &Resolver<'_>) -> (GoldenOutcome, boo
     };
     outcome.env = Some(golden.env.clone());
     outcome.seed = Some(golden.seed);
-    let factory = match resolve(&golden.env) {
+    let factory = match resolve(&golden.env_name()) {
         Ok(f) => f,
         Err(e) => {
             outcome.summary = e;
