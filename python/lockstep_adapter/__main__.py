@@ -48,11 +48,25 @@ def make_served(args):
         return server.GymnasiumServed(env, args.target, config, fields, state_fn, contract)
     if args.kind == "pettingzoo":
         module = importlib.import_module(args.target)
-        env = module.parallel_env(**kwargs)
-        return server.ParallelServed(env, args.target, config, fields, state_fn, contract)
+        if hasattr(module, "parallel_env"):
+            env = module.parallel_env(**kwargs)
+            return server.ParallelServed(env, args.target, config, fields, state_fn, contract)
+        # Turn-based (AEC) only, e.g. pettingzoo.classic.tictactoe_v3.
+        env = module.env(**kwargs)
+        return server.AECServed(env, args.target, config, fields, state_fn, contract)
     env = _load(args.target)(**kwargs)
-    cls = server.ParallelServed if hasattr(env, "possible_agents") else server.GymnasiumServed
-    return cls(env, args.target, config, fields, state_fn, contract)
+    return _served_class(env)(env, args.target, config, fields, state_fn, contract)
+
+
+def _served_class(env):
+    """Gymnasium, PettingZoo parallel or PettingZoo AEC, by what the env object is."""
+    if not hasattr(env, "possible_agents"):
+        return server.GymnasiumServed
+    try:
+        from pettingzoo import AECEnv
+    except ImportError:
+        return server.ParallelServed
+    return server.AECServed if isinstance(getattr(env, "unwrapped", env), AECEnv) else server.ParallelServed
 
 
 def main(argv=None):

@@ -12,7 +12,7 @@ import sys
 import traceback
 
 from . import wire
-from .wire import PROTOCOL
+from .wire import PROTOCOL, PROTOCOL_V2
 
 
 def claim_stdout():
@@ -49,10 +49,25 @@ class Served:
         self.agents = sorted(self._action_spaces())
         self.action_spaces = self._action_spaces()
         self.obs_spaces = self._observation_spaces()
-        self.obs_encoders = {a: wire.ObservationEncoder(self.obs_spaces[a]) for a in self.agents}
-        self.action_decoders = {a: wire.ActionDecoder(self.action_spaces[a]) for a in self.agents}
+        self.obs_encoders = {}
+        self.action_decoders = {}
+        for a in self.agents:
+            # A space the protocol cannot carry is one line naming the space and the agent.
+            try:
+                self.obs_encoders[a] = wire.ObservationEncoder(self.obs_spaces[a])
+                for key, leaf in wire.observation_keys(self.obs_spaces[a]).items():
+                    wire.declare_space(leaf)
+            except wire.WireError as exc:
+                raise wire.WireError(f"agent {a!r}: observation: {exc}") from None
+            try:
+                self.action_decoders[a] = wire.ActionDecoder(self.action_spaces[a])
+                wire.declare_space(self.action_spaces[a])
+            except wire.WireError as exc:
+                raise wire.WireError(f"agent {a!r}: action: {exc}") from None
         self.agent_names = {a: json.dumps(a) for a in self.agents}
         self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
+        # State paths already reported as sent by repr() (said once per path).
+        self._said_repr = set()
 
     # Subclasses provide these.
     def _action_spaces(self):
@@ -99,6 +114,10 @@ class Served:
                 for a in self.agents
             ],
             "contract": contract,
+            # lockstep/2: several instances of this env in this process (docs/protocol.md).
+            "upgrades": [PROTOCOL_V2],
+            # lockstep/2's fork op (the forked-workers check) needs os.fork (Unix).
+            "fork": hasattr(os, "fork"),
         }
 
     def declared_fields(self):
@@ -115,8 +134,13 @@ class Served:
             "np_random": _safe_rng(env),
             "action_space_rng": {a: _safe_rng(self.action_spaces[a]) for a in self.agents},
         }
+        fallbacks = []
         for name in self.fields:
-            out[name] = wire.to_json(getattr(env, name, None))
+            out[name] = wire.state_json(getattr(env, name, None), fallbacks, "/" + name)
+        for path in fallbacks:
+            if path not in self._said_repr:
+                self._said_repr.add(path)
+                sys.stderr.write(f"lockstep_adapter: state {path} has no inspectable state; sent as its repr()\n")
         return out
 
     def close(self):
@@ -206,6 +230,60 @@ class ParallelServed(Served):
         return self.transition(obs, rewards, terms, truncs, infos, sorted(obs))
 
 
+class AECServed(Served):
+    """A PettingZoo AEC (turn-based) env: its ``possible_agents``, one acting at a time.
+
+    Each transition holds the agent whose turn it is (its observation, with its action mask,
+    and the reward it gathered since its last turn), so lockstep sends that agent's action
+    only. Agents whose episode ended are stepped with ``None`` as PettingZoo requires, and the
+    transition that ends the game holds every agent, each terminated or truncated.
+    """
+
+    kind = "pettingzoo"
+
+    def _action_spaces(self):
+        return {a: self.env.action_space(a) for a in self.env.possible_agents}
+
+    def _observation_spaces(self):
+        return {a: self.env.observation_space(a) for a in self.env.possible_agents}
+
+    def _turn(self):
+        env = self.env
+        ended = {}
+        while env.agents:
+            agent = env.agent_selection
+            obs, reward, term, trunc, info = env.last()
+            if not (term or trunc):
+                break
+            ended[agent] = (obs, reward, term, trunc, info)
+            env.step(None)
+        if env.agents:
+            agent = env.agent_selection
+            ended[agent] = env.last()
+        elif not ended:
+            raise ValueError("the AEC env has no agent left and reported no end")
+        agents = sorted(ended)
+        obs = {a: ended[a][0] for a in agents}
+        rewards = {a: ended[a][1] for a in agents}
+        terms = {a: ended[a][2] for a in agents}
+        truncs = {a: ended[a][3] for a in agents}
+        infos = {a: ended[a][4] for a in agents}
+        return self.transition(obs, rewards, terms, truncs, infos, agents)
+
+    def reset(self, seed, options):
+        self.env.reset(seed=seed, options=options)
+        for a in self.agents:
+            self.action_spaces[a].seed(seed)
+        return self._turn()
+
+    def step(self, actions):
+        agent = self.env.agent_selection
+        if agent not in actions:
+            raise ValueError(f"it is {agent!r}'s turn; actions were given for {sorted(actions)}")
+        self.env.step(self.action_decoders[agent].decode(actions[agent]))
+        return self._turn()
+
+
 def _error(exc):
     return wire.dumps(
         {
@@ -216,9 +294,23 @@ def _error(exc):
     )
 
 
+def _start_failure(exc):
+    """The handshake that says the env could not be built: the error and its traceback (none
+    for a space the protocol cannot carry: that error is one line naming the agent and space)."""
+    hello = {"protocol": PROTOCOL, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(exc, wire.WireError):
+        hello["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return hello
+
+
 def serve(make, out=None, inp=None):
     """Runs the request loop. ``make()`` returns a :class:`Served`; a failure there is answered
-    with a handshake that says ``ok: false``."""
+    with a handshake that says ``ok: false``.
+
+    The loop speaks lockstep/1 until lockstep asks for ``upgrade`` to lockstep/2; from then on
+    every env request names its ``instance`` (0 is the env the handshake describes), ``create``
+    makes one more with ``make()``, and ``close`` ends one instance; end of input ends them all.
+    """
     out = out if out is not None else claim_stdout()
     inp = inp if inp is not None else sys.stdin.buffer
 
@@ -230,15 +322,21 @@ def serve(make, out=None, inp=None):
         served = make()
         hello = served.handshake()
     except BaseException as exc:  # noqa: BLE001 - reported to the client, then exit
-        traceback.print_exc(file=sys.stderr)
-        send(wire.dumps({"protocol": PROTOCOL, "ok": False, "error": f"{type(exc).__name__}: {exc}"}))
+        # The traceback travels in the handshake (lockstep lays it out as lines), not on
+        # stderr as well, so that it is shown once.
+        send(wire.dumps(_start_failure(exc)))
         return 1
     send(wire.dumps(hello))
 
+    instances = {0: served}
+    upgraded = False
+    in_fork = False
+    created = 0
     while True:
         line = inp.readline()
         if not line:
-            served.close()
+            for each in instances.values():
+                each.close()
             return 0
         rid = "null"
         try:
@@ -246,18 +344,59 @@ def serve(make, out=None, inp=None):
             if type(request.get("id")) is int:
                 rid = str(request["id"])
             op = request["op"]
-            if op == "step":
-                reply = served.step(request["actions"])
-            elif op == "reset":
-                reply = served.reset(request["seed"], request.get("options"))
-            elif op == "state":
-                reply = '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
-            elif op == "close":
-                served.close()
+            if op == "upgrade":
+                if request.get("protocol") != PROTOCOL_V2:
+                    raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
+                upgraded = True
+                reply = '{"ok":true,"protocol":%s}' % json.dumps(PROTOCOL_V2)
+            elif op == "fork":
+                # The fork answers this request and serves the next ones on the same pipes
+                # until end_fork; this process waits for it meanwhile and sends nothing.
+                if not upgraded or not hasattr(os, "fork"):
+                    raise ValueError("fork needs lockstep/2 on a system with os.fork")
+                out.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid != 0:
+                    os.waitpid(pid, 0)
+                    continue
+                in_fork = True
+                reply = '{"ok":true,"pid":%d}' % os.getpid()
+            elif op == "end_fork":
+                if not in_fork:
+                    raise ValueError("end_fork outside a forked worker")
                 send('{"id":%s,"ok":true}' % rid)
-                return 0
+                sys.stderr.flush()
+                os._exit(0)
+            elif op == "create":
+                if not upgraded:
+                    raise ValueError("create needs lockstep/2 (send upgrade first)")
+                created += 1
+                instances[created] = make()
+                reply = '{"ok":true,"instance":%d}' % created
             else:
-                raise ValueError(f"unknown op {op!r}")
+                if upgraded:
+                    number = request["instance"]
+                    if number not in instances:
+                        raise ValueError(f"no instance {number!r}")
+                    target = instances[number]
+                else:
+                    target = served
+                if op == "step":
+                    reply = target.step(request["actions"])
+                elif op == "reset":
+                    reply = target.reset(request["seed"], request.get("options"))
+                elif op == "state":
+                    reply = '{"ok":true,"state":' + wire.dumps(target.state()) + "}"
+                elif op == "close":
+                    target.close()
+                    if not upgraded:
+                        send('{"id":%s,"ok":true}' % rid)
+                        return 0
+                    del instances[number]
+                    reply = '{"ok":true}'
+                else:
+                    raise ValueError(f"unknown op {op!r}")
         except Exception as exc:  # noqa: BLE001 - every env failure is answered, not fatal
             reply = _error(exc)
         # Every reply echoes its request's id, so a stray or lost line is caught at once.

@@ -20,7 +20,23 @@ hang           sleeps an hour at step 3                          3       -
 raises         raises ValueError at step 2 (answered ok: false)  2       -
 chatty         prints to stdout every step (harmless: the        -       -
                adapter sends stdout to stderr)
+process_random step noise from the process-global ``random``,    1       ``obs/pos``
+               seeded at reset: replays alone, not interleaved   (inter-
+               with another instance in the same process         leaved)
+class_cache    a class-level cache of the last position, shared  1       ``obs/pos``
+               by every instance in the process                  (inter-
+                                                                 leaved)
+module_rng     each new instance draws its start offset from a      0       ``obs/pos``
+               module-level RNG that every step advances: a      (forked
+               worker forked from a warm process starts          worker)
+               elsewhere than one in a fresh process
+kept_timer     a ``Spawner`` object's timer survives ``reset``;    -       state
+               episodes are unaffected, only the state shows it  (audit) ``/spawner``
+               (with ``--fields spawner``)
 ============== ================================================= ======= ==============
+
+``process_random`` and ``class_cache`` pass the same-seed and other-process checks (each rollout reseeds or refills
+what it uses): only instances sharing one process, as lockstep/2 hosts them, show them.
 """
 
 import os
@@ -32,7 +48,31 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-BUGS = ("global_rng", "leaky_reset", "wall_clock", "hash_seed", "late", "crash", "hang", "raises", "chatty")
+BUGS = (
+    "global_rng",
+    "leaky_reset",
+    "wall_clock",
+    "hash_seed",
+    "late",
+    "crash",
+    "hang",
+    "raises",
+    "chatty",
+    "process_random",
+    "class_cache",
+    "kept_timer",
+    "module_rng",
+)
+
+# The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
+_MODULE_RNG = random.Random(0)
+
+
+class Spawner:
+    """A plain object holding a timer (as knights_archers_zombies keeps its zombie spawner)."""
+
+    def __init__(self):
+        self.timer = 0
 
 NAMES = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 
@@ -41,6 +81,9 @@ class Walker(gymnasium.Env):
     """A seeded random walk with a Dict observation (``pos`` float64[2], ``tick`` Discrete)."""
 
     metadata = {"render_modes": []}
+
+    # The ``class_cache`` bug: one cache for every instance in the process.
+    _last_pos = None
 
     def __init__(self, bug=None, horizon=60):
         if bug is not None and bug not in BUGS:
@@ -57,6 +100,9 @@ class Walker(gymnasium.Env):
         self.tick = 0
         self.t = 0
         self.pos = np.zeros(2)
+        self.spawner = Spawner()
+        # The start offset: fixed for an instance, but drawn from the module's RNG.
+        self.offset = _MODULE_RNG.random() if bug == "module_rng" else 0.0
 
     def _obs(self):
         return {"pos": self.pos.copy(), "tick": self.tick}
@@ -66,12 +112,21 @@ class Walker(gymnasium.Env):
         self.t = 0
         if self.bug != "leaky_reset":
             self.tick = 0
-        self.pos = self.np_random.normal(size=2)
+        if self.bug != "kept_timer":
+            self.spawner = Spawner()
+        self.pos = self.np_random.normal(size=2) + self.offset
+        if self.bug == "process_random":
+            random.seed(seed)
+        if self.bug == "class_cache":
+            Walker._last_pos = self.pos.copy()
         return self._obs(), {}
 
     def step(self, action):
         self.t += 1
         self.tick += 1
+        self.spawner.timer += 1
+        if self.bug == "module_rng":
+            _MODULE_RNG.random()
         if self.bug == "crash" and self.t == 5:
             sys.stderr.write("walker: aborting at step 5\n")
             sys.stderr.flush()
@@ -86,9 +141,16 @@ class Walker(gymnasium.Env):
             print(f"walker: chatty step {self.t}")
         if self.bug == "global_rng":
             noise = np.random.normal(scale=0.01, size=2)
+        elif self.bug == "process_random":
+            noise = np.array([random.random(), random.random()]) * 0.01
+        elif self.bug == "class_cache":
+            # "Smoothed" with the cached last position, which another instance may have set.
+            noise = self.np_random.normal(scale=0.01, size=2) + 0.001 * Walker._last_pos
         else:
             noise = self.np_random.normal(scale=0.01, size=2)
         self.pos = self.pos + (int(action) - 1) * 0.1 + noise
+        if self.bug == "class_cache":
+            Walker._last_pos = self.pos.copy()
         if self.bug == "late" and self.t == 40:
             self.pos[0] += random.random()
         info = {"t": self.t}
@@ -98,6 +160,45 @@ class Walker(gymnasium.Env):
             info["order"] = list(set(NAMES))
         reward = float(-np.abs(self.pos).sum())
         return self._obs(), reward, False, self.t >= self.horizon, info
+
+
+class MissionWalker(Walker):
+    """The walker with a Text observation ``mission`` (as MiniGrid's ``MissionSpace``): a
+    sentence drawn from the env's RNG at reset."""
+
+    WORDS = ("go", "to", "the", "red", "green", "blue", "door", "key", "ball", "caf\u00e9")
+
+    def __init__(self, bug=None, horizon=60):
+        super().__init__(bug=bug, horizon=horizon)
+        self.observation_space = spaces.Dict(
+            {
+                "pos": spaces.Box(-np.inf, np.inf, (2,), np.float64),
+                "tick": spaces.Discrete(1_000_000),
+                "mission": spaces.Text(max_length=64, charset="abcdefghijklmnopqrstuvwxyz\u00e9 "),
+            }
+        )
+        self.mission = ""
+
+    def _obs(self):
+        return {"pos": self.pos.copy(), "tick": self.tick, "mission": self.mission}
+
+    def reset(self, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        words = self.np_random.choice(len(self.WORDS), size=3)
+        self.mission = " ".join(self.WORDS[i] for i in words)
+        return self._obs(), info
+
+
+def mission_walker(bug=None, horizon=60):
+    """Factory of :class:`MissionWalker` (a Text observation)."""
+    return MissionWalker(bug=bug, horizon=horizon)
+
+
+def graph_walker():
+    """A walker whose observation is a Graph space, which the protocol cannot carry."""
+    env = Walker()
+    env.observation_space = spaces.Graph(spaces.Box(0, 1, (2,)), None)
+    return env
 
 
 def walker(bug=None, horizon=60):

@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 
-from . import PROTOCOL  # noqa: F401 - re-exported for the server
+from . import PROTOCOL, PROTOCOL_V2  # noqa: F401 - re-exported for the server
 
 WIRE_DTYPES = ("bool", "int8", "uint8", "int32", "int64", "float32", "float64")
 
@@ -205,7 +205,11 @@ def declare_space(space):
             "low": [_bound(x) for x in np.asarray(space.low, dtype=np.float64).ravel()],
             "high": [_bound(x) for x in np.asarray(space.high, dtype=np.float64).ravel()],
         }
-    raise WireError(f"space {space!r} cannot be declared (supported: Discrete, MultiDiscrete, MultiBinary, Box)")
+    if kind in ("Text", "MissionSpace"):
+        # A string observation travels as its UTF-8 bytes (at most 4 per character).
+        n = 4 * int(getattr(space, "max_length", 0) or 0)
+        return {"type": "box", "dtype": "uint8", "shape": [n], "low": [0] * n, "high": [255] * n}
+    raise WireError(f"space {space!r} cannot be declared (supported: Discrete, MultiDiscrete, MultiBinary, Box; Text observations)")
 
 
 def observation_keys(space):
@@ -238,10 +242,14 @@ class ObservationEncoder:
         self.encoders = {k: ArrayEncoder() for k in self.keys}
         self.structured = _space_kind(space) in ("Dict", "Tuple")
         self.discrete = {k for k, sp in self.leaves.items() if _space_kind(sp) == "Discrete"}
+        self.text = {k for k, sp in self.leaves.items() if _space_kind(sp) in ("Text", "MissionSpace")}
 
     def _leaf(self, key, value):
         if key in self.discrete:
             return np.asarray([value], dtype=np.int64).reshape(1)
+        if key in self.text:
+            # The string's UTF-8 bytes, shape [n]: a changed mission shows in the trace.
+            return np.frombuffer(str(value).encode("utf-8"), dtype=np.uint8)
         return value
 
     def encode(self, obs):
@@ -292,3 +300,76 @@ def rng_state(rng):
     if isinstance(rng, np.random.BitGenerator):
         return to_json(rng.state)
     return repr(type(rng))
+
+
+# ---------------------------------------------------------------------------------------------
+# State of plain objects (--fields)
+
+#: How deep :func:`state_json` follows attributes of objects inside objects.
+STATE_DEPTH_MAX = 8
+
+
+def state_json(value, fallbacks, path="", depth=0, _active=None):
+    """Plain-JSON form of an env attribute for the reset contract's state.
+
+    Unlike :func:`to_json` (which gives other objects their ``repr``, an address that is the
+    same every time and hides what changed), plain objects are serialised by their attributes,
+    recursively: ``__dict__`` and ``__slots__`` as ``{"__class__": "module.Name", attr: ...}``;
+    numpy arrays as ``{"dtype", "shape", "bytes"}`` (base64 of the raw bytes); numpy RNGs by
+    their bit-generator state; classes, functions and modules by their qualified name. A
+    cycle is ``"<cycle>"``, and nesting deeper than :data:`STATE_DEPTH_MAX` is cut with
+    ``"<depth limit>"``. What has no inspectable state falls back to ``repr``, and its JSON
+    Pointer is appended to ``fallbacks`` so the caller can say which fields did.
+    """
+    active = set() if _active is None else _active
+    if value is None or value is True or value is False or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_, int, np.integer, float, np.floating, bytes, bytearray)):
+        return to_json(value)
+    if isinstance(value, np.ndarray):
+        return {
+            "dtype": value.dtype.str,
+            "shape": [int(n) for n in value.shape],
+            "bytes": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii"),
+        }
+    if isinstance(value, np.generic):
+        return to_json(value.item())
+    if isinstance(value, (np.random.Generator, np.random.RandomState, np.random.BitGenerator)):
+        return rng_state(value)
+    if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+        return f"<{getattr(value, '__module__', '?')}.{value.__qualname__}>"
+    if type(value).__name__ == "module":
+        return f"<module {value.__name__}>"
+    if depth >= STATE_DEPTH_MAX:
+        return "<depth limit>"
+    if id(value) in active:
+        return "<cycle>"
+    active.add(id(value))
+    try:
+        def seg(key):
+            return str(key).replace("~", "~0").replace("/", "~1")
+
+        if isinstance(value, dict):
+            return {
+                str(k): state_json(v, fallbacks, f"{path}/{seg(k)}", depth + 1, active)
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [state_json(v, fallbacks, f"{path}/{i}", depth + 1, active) for i, v in enumerate(value)]
+        if isinstance(value, (set, frozenset)):
+            return [state_json(v, fallbacks, f"{path}/{i}", depth + 1, active) for i, v in enumerate(value)]
+        attrs = {}
+        for klass in type(value).__mro__:
+            for slot in getattr(klass, "__slots__", ()):
+                if isinstance(slot, str) and slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
+                    attrs[slot] = getattr(value, slot)
+        attrs.update(getattr(value, "__dict__", None) or {})
+        if not attrs:
+            fallbacks.append(path)
+            return repr(value)
+        out = {"__class__": f"{type(value).__module__}.{type(value).__qualname__}"}
+        for k in sorted(attrs):
+            out[k] = state_json(attrs[k], fallbacks, f"{path}/{seg(k)}", depth + 1, active)
+        return out
+    finally:
+        active.discard(id(value))

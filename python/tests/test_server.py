@@ -56,7 +56,16 @@ def test_failure_to_start_is_a_handshake_with_ok_false():
 
     code, lines = run(broken, [])
     assert code == 1
-    assert lines == [{"protocol": wire.PROTOCOL, "ok": False, "error": "RuntimeError: no such env"}]
+    assert len(lines) == 1
+    hello = lines[0]
+    assert {k: hello[k] for k in ("protocol", "ok", "error")} == {
+        "protocol": wire.PROTOCOL,
+        "ok": False,
+        "error": "RuntimeError: no such env",
+    }
+    # The traceback travels in the handshake (shown once by lockstep, as lines).
+    assert hello["traceback"].startswith("Traceback (most recent call last)")
+    assert "RuntimeError: no such env" in hello["traceback"]
 
 
 def test_exceptions_in_step_are_answered():

@@ -86,8 +86,11 @@ def test_spaces_are_declared_in_lockstep_form():
     assert wire.declare_space(spaces.Discrete(4, start=-2)) == {"type": "discrete", "n": 4, "start": -2}
     assert wire.declare_space(spaces.MultiDiscrete([3, 5])) == {"type": "multi_discrete", "nvec": [3, 5]}
     assert wire.declare_space(spaces.MultiBinary(3)) == {"type": "multi_discrete", "nvec": [2, 2, 2]}
+    # A Text observation is declared as the uint8 box of its UTF-8 bytes (4 per character).
+    text = wire.declare_space(spaces.Text(5))
+    assert (text["type"], text["dtype"], text["shape"]) == ("box", "uint8", [20])
     with pytest.raises(wire.WireError):
-        wire.declare_space(spaces.Text(5))
+        wire.declare_space(spaces.Sequence(spaces.Discrete(2)))
 
 
 def test_observation_keys_flatten_dicts_and_tuples():

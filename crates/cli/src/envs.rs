@@ -7,7 +7,7 @@
 use anyhow::bail;
 use lockstep::check::ProcessRunner;
 use lockstep::env::EnvFactory;
-use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
+use lockstep_protocol::{ProcessEnvFactory, ProcessOptions};
 
 use crate::child_runner::ChildRunner;
 
@@ -115,8 +115,21 @@ pub fn known() -> Vec<String> {
     FAMILIES.iter().flat_map(|f| (f.names)()).collect()
 }
 
-/// The factory for `name`; an unknown name is an error listing the known ones.
+/// The factory for `name`; an unknown name is an error listing the known ones. A golden of an
+/// external env names it `cmd:["ARGV", ...]` ([`lockstep::golden::Golden::env_name`]): its
+/// command line, run with the default limits.
 pub fn resolve(name: &str) -> anyhow::Result<Box<dyn EnvFactory>> {
+    if let Some(argv) = name.strip_prefix(lockstep::golden::CMD_PREFIX) {
+        let argv: Vec<String> = serde_json::from_str(argv)
+            .map_err(|e| anyhow::anyhow!("env {name:?}: not a JSON array of strings: {e}"))?;
+        if argv.is_empty() {
+            bail!("env {name:?}: an empty command line");
+        }
+        return Ok(Box::new(ProcessEnvFactory::new(
+            argv,
+            ProcessOptions::default(),
+        )));
+    }
     for family in FAMILIES {
         if let Some(found) = (family.resolve)(name) {
             return found;
@@ -135,12 +148,21 @@ pub struct ExternalEnvArgs {
     /// Seconds an external environment may take to answer one request before it is killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub timeout: f64,
+    /// Seconds an external environment may take to start and send its handshake (interpreter
+    /// start, imports). Default: the `--timeout` value.
+    #[arg(long, value_name = "SECONDS")]
+    pub startup_timeout: Option<f64>,
     /// The external environment's command line (after `--`), never passed through a shell.
     #[arg(last = true)]
     pub argv: Vec<String>,
 }
 
 impl ExternalEnvArgs {
+    /// The factory of `argv` with these flags' limits (goldens of external envs).
+    pub fn factory_of(&self, argv: Vec<String>) -> anyhow::Result<ProcessEnvFactory> {
+        Ok(ProcessEnvFactory::new(argv, self.options()?))
+    }
+
     /// The command line, when `--cmd` names one; an error for half of the pair.
     pub fn command(&self) -> anyhow::Result<Option<&[String]>> {
         match (self.cmd, self.argv.is_empty()) {
@@ -152,14 +174,20 @@ impl ExternalEnvArgs {
     }
 
     fn options(&self) -> anyhow::Result<ProcessOptions> {
-        if !(self.timeout.is_finite() && self.timeout > 0.0 && self.timeout <= 86_400.0) {
-            bail!(
-                "--timeout {} must be a number of seconds in (0, 86400]",
-                self.timeout
-            );
-        }
+        let seconds = |flag: &str, value: f64| {
+            if !(value.is_finite() && value > 0.0 && value <= 86_400.0) {
+                bail!("{flag} {value} must be a number of seconds in (0, 86400]");
+            }
+            Ok(std::time::Duration::from_secs_f64(value))
+        };
+        let request_timeout = seconds("--timeout", self.timeout)?;
+        let startup_timeout = match self.startup_timeout {
+            Some(s) => seconds("--startup-timeout", s)?,
+            None => request_timeout,
+        };
         Ok(ProcessOptions {
-            request_timeout: std::time::Duration::from_secs_f64(self.timeout),
+            request_timeout,
+            startup_timeout,
             ..ProcessOptions::default()
         })
     }
@@ -214,6 +242,19 @@ impl EnvSource {
         }
     }
 
+    /// Starts an external env once and reads its handshake, so that an env that cannot start
+    /// (a missing program, an import error, an unknown env id) is one error, said once, before
+    /// any trial or check starts it again. Built-in envs need no probe.
+    pub fn probe(&self) -> anyhow::Result<()> {
+        match self {
+            EnvSource::Named(..) => Ok(()),
+            EnvSource::External(f) => {
+                let mut env = f.spawn().map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                lockstep::env::Env::close(&mut env).map_err(|e| anyhow::anyhow!("{}", e.message))
+            }
+        }
+    }
+
     pub fn factory(&self) -> &dyn EnvFactory {
         match self {
             EnvSource::Named(f, _) => f.as_ref(),
@@ -229,6 +270,45 @@ impl EnvSource {
             EnvSource::External(f) => f,
         }
     }
+}
+
+/// Probes every env of a `check` run ([`EnvSource::probe`]); prints each failure once, with
+/// its traceback as lines, and returns, per env, the first line of its error (`None`: it
+/// started).
+pub fn probe_all(sources: &[(String, EnvSource)]) -> Vec<Option<String>> {
+    sources
+        .iter()
+        .map(|(id, source)| {
+            source.probe().err().map(|e| {
+                let text = format!("{e:#}");
+                eprintln!("error: env {id} cannot start; its trials are not run:\n{text}");
+                text.lines().next().unwrap_or_default().to_string()
+            })
+        })
+        .collect()
+}
+
+/// The trials of `work` in run order: those that ran (in the order of `ran`), and for each
+/// env that could not start an error trial that says so.
+pub fn with_unstarted(
+    work: &[(usize, u64)],
+    broken: &[Option<String>],
+    ids: &[String],
+    ran: Vec<lockstep::report::Trial>,
+) -> Vec<lockstep::report::Trial> {
+    let mut ran = ran.into_iter();
+    work.iter()
+        .filter_map(|&(e, seed)| match &broken[e] {
+            Some(why) => Some(lockstep::report::Trial {
+                env: ids[e].clone(),
+                seed,
+                audit: None,
+                checks: Vec::new(),
+                error: Some(format!("not run: the env cannot start: {why}")),
+            }),
+            None => ran.next(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

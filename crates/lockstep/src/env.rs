@@ -464,6 +464,20 @@ pub trait Env: Send {
 pub trait EnvFactory: Send + Sync {
     fn id(&self) -> String;
     fn make(&self) -> Result<Box<dyn Env>, EnvError>;
+
+    /// The factory one trial (one env, one seed: its audit and all its checks) makes its
+    /// instances with, when it differs from this one: an external env hosts them all in one
+    /// child process. Never shared between trials, so no verdict depends on scheduling.
+    /// Default: `None`, this factory itself.
+    fn session(&self) -> Option<Box<dyn EnvFactory + '_>> {
+        None
+    }
+
+    /// How the forked-workers check forks this env's process, when it can
+    /// ([`crate::check::Forker`]). Default: `None`, the check does not apply.
+    fn forker(&self) -> Option<&dyn crate::check::Forker> {
+        None
+    }
 }
 
 impl<F> EnvFactory for (String, F)

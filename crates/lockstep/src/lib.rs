@@ -7,7 +7,8 @@
 //!   stochastic source, a trace digests everything an episode shows, the checks compare traces
 //!   and locate the first divergence, golden files catch silent drift.
 //! - [`env`]: the environment trait all of the above drive; [`actions`] samples seeded actions
-//!   from its declared spaces; [`protocol`] serves it from a child process in any language.
+//!   from its declared spaces. The `lockstep-protocol` crate serves an env from a child process
+//!   in any language; this crate knows no transport.
 //! - [`experiment`]: the seed-000 three-layer fixture; [`fixtures`]: faulty envs a check must
 //!   catch, and a correct one.
 //! - [`suite`]: `lockstep check` as a library (trials over worker threads, shards, goldens);
@@ -26,7 +27,6 @@ pub mod fingerprint;
 pub mod fixtures;
 pub mod golden;
 pub mod probe;
-pub mod protocol;
 pub mod report;
 pub mod seed;
 pub mod suite;

@@ -174,7 +174,9 @@ fn parallel_map<T: Sync, R: Send>(
 
 /// Runs the audit and the chosen replay checks of one env for `seed`, in this process.
 pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial {
-    let factory = env.factory;
+    // This trial's own instances (one child for an external env), shared with no other trial.
+    let session = env.factory.session();
+    let factory = session.as_deref().unwrap_or(env.factory);
     let mut trial = Trial {
         env: env.id.clone(),
         seed,
@@ -288,7 +290,7 @@ pub fn verify_golden(path: &Path, resolve: &Resolver<'_>) -> (GoldenOutcome, boo
     };
     outcome.env = Some(golden.env.clone());
     outcome.seed = Some(golden.seed);
-    let factory = match resolve(&golden.env) {
+    let factory = match resolve(&golden.env_name()) {
         Ok(f) => f,
         Err(e) => {
             outcome.summary = e;

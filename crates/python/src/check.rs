@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use lockstep::check::ProcessRunner;
 use lockstep::golden::{self, Golden};
-use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
 use lockstep::report::{render_html, Report, RunParams};
 use lockstep::suite::{parse_checks, run_here, SuiteEnv, SuiteOptions};
 use lockstep::trace::{rollout, Recorded, RolloutOptions};
+use lockstep_protocol::{ProcessEnvFactory, ProcessOptions};
 use pyo3::prelude::*;
 
 use crate::convert::serde_to_py;

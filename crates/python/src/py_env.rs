@@ -4,7 +4,7 @@
 //! `lockstep_adapter`'s `Served` object, the very code that serves it to a child process, and
 //! hands over the same protocol messages as text: the handshake, reset and step replies, the
 //! state. They are read here with the protocol's own readers
-//! ([`lockstep::protocol::message`]), so an env checked in this process and one checked
+//! ([`lockstep_protocol::message`]), so an env checked in this process and one checked
 //! through `python -m lockstep_adapter` show lockstep the same observations, byte for byte.
 //!
 //! Every call takes the GIL for itself, so the checks run with the GIL released and the
@@ -12,8 +12,8 @@
 
 use lockstep::contract::{Contract, Layer, ProfileName};
 use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
-use lockstep::protocol::message::{self, Reply, WireContract};
 use lockstep_canon::{Profile, Value};
+use lockstep_protocol::message::{self, Reply, WireContract};
 use pyo3::prelude::*;
 
 /// One env instance: the `InProcess` object of `lockstep/_envs.py`.

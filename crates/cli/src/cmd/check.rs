@@ -100,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut envs = args.envs.clone();
     let external_argv = args.external.command()?.map(<[String]>::to_vec);
     if let Some(argv) = &external_argv {
-        envs.push(lockstep::protocol::display_argv(argv));
+        envs.push(lockstep_protocol::display_argv(argv));
     }
     if envs.is_empty() {
         envs = DEFAULT_ENVS.iter().map(|s| s.to_string()).collect();
@@ -228,9 +228,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         envs: worker_envs,
         options,
     };
-    let progress = progress_bar((work.len() + golden_files.len()) as u64);
-    let (trials, verified) =
-        run_isolated(&workers, &work, &golden_files, jobs, &|| progress.inc(1));
+    // An external env that cannot start is one error, printed once; its trials are not run
+    // (not started again for every seed and check).
+    let sources = envs
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let source = match external_argv.as_ref().filter(|_| i + 1 == envs.len()) {
+                Some(_) => EnvSource::external(&args.external)?.expect("--cmd was given"),
+                None => EnvSource::named(id)?,
+            };
+            Ok((id.clone(), source))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let broken = crate::envs::probe_all(&sources);
+    let runnable: Vec<(usize, u64)> = work
+        .iter()
+        .filter(|(e, _)| broken[*e].is_none())
+        .copied()
+        .collect();
+    let progress = progress_bar((runnable.len() + golden_files.len()) as u64);
+    let (ran, verified) = run_isolated(&workers, &runnable, &golden_files, jobs, &|| {
+        progress.inc(1)
+    });
+    let trials = crate::envs::with_unstarted(&work, &broken, &envs, ran);
     progress.finish_and_clear();
     let golden_errors = verified.iter().any(|(_, errored)| *errored);
     let goldens = verified.into_iter().map(|(g, _)| g).collect();

@@ -22,9 +22,9 @@ pub struct Args {
 enum Sub {
     /// Record a new golden file (refuses to overwrite one: use `update`).
     Record {
-        /// Environment name (e.g. `fixture`).
+        /// Environment name (e.g. `fixture`); or `--cmd -- ARGV...` for an external env.
         #[arg(long)]
-        env: String,
+        env: Option<String>,
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Steps after the reset (fewer when the episode ends first).
@@ -34,27 +34,66 @@ enum Sub {
         #[arg(long)]
         date: Option<String>,
         file: PathBuf,
+        #[command(flatten)]
+        external: envs::ExternalEnvArgs,
     },
     /// Re-run the env and compare with the golden file (exit 0 same, 1 diverged).
     Verify {
-        /// Env to verify (default: the env id recorded in the file).
+        /// Env to verify (default: the env recorded in the file, its command line for an
+        /// external env).
         #[arg(long)]
         env: Option<String>,
         file: PathBuf,
+        #[command(flatten)]
+        external: envs::ExternalEnvArgs,
     },
     /// Re-record a golden file, appending the reason to its changelog.
     Update {
         /// Why the trajectory changed (required, non-empty).
         #[arg(long)]
         reason: Option<String>,
-        /// Env to record (default: the env id recorded in the file).
+        /// Env to record (default: the env recorded in the file, its command line for an
+        /// external env).
         #[arg(long)]
         env: Option<String>,
         /// Changelog date, YYYY-MM-DD (default: today, UTC).
         #[arg(long)]
         date: Option<String>,
         file: PathBuf,
+        #[command(flatten)]
+        external: envs::ExternalEnvArgs,
     },
+}
+
+/// A golden command's env, and the command line of an external one.
+type Target = (Box<dyn lockstep::env::EnvFactory>, Option<Vec<String>>);
+
+/// The env a golden command runs and, for an external env, its command line: `--env NAME`,
+/// `--cmd -- ARGV...`, or (verify, update) what the file names.
+fn target(
+    env: Option<&str>,
+    external: &envs::ExternalEnvArgs,
+    golden: Option<&Golden>,
+) -> anyhow::Result<Target> {
+    let external_of = |argv: &[String]| -> anyhow::Result<_> {
+        let factory: Box<dyn lockstep::env::EnvFactory> =
+            Box::new(external.factory_of(argv.to_vec())?);
+        Ok((factory, Some(argv.to_vec())))
+    };
+    match (
+        env,
+        external.command()?,
+        golden.and_then(|g| g.argv.as_deref()),
+    ) {
+        (Some(_), Some(_), _) => bail!("give --env NAME or --cmd -- ARGV..., not both"),
+        (None, Some(argv), _) => external_of(argv),
+        (Some(name), None, _) => Ok((envs::resolve(name)?, None)),
+        (None, None, Some(argv)) => external_of(argv),
+        (None, None, None) => match golden {
+            Some(g) => Ok((envs::resolve(&g.env)?, None)),
+            None => bail!("name an env with --env NAME, or --cmd -- ARGV..."),
+        },
+    }
 }
 
 /// Today's date in UTC. The date is bookkeeping of the golden file, never env output, so the
@@ -82,12 +121,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Sub::Record {
             env,
+            external,
             seed,
             steps,
             date,
             file,
         } => {
-            header(&format!("record --env {env} --seed {seed} --steps {steps}"))?;
+            let (factory, argv) = target(env.as_deref(), &external, None)?;
+            header(&format!(
+                "record --env {} --seed {seed} --steps {steps}",
+                factory.id()
+            ))?;
             let exists = || {
                 anyhow::anyhow!(
                     "{} exists; to change it run: lockstep golden update {} --reason \"...\"",
@@ -100,8 +144,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if file.exists() {
                 return Err(exists());
             }
-            let factory = envs::resolve(&env)?;
-            let g = golden::record(factory.as_ref(), seed, steps, &date.unwrap_or_else(today))?;
+            let mut g = golden::record(factory.as_ref(), seed, steps, &date.unwrap_or_else(today))?;
+            g.argv = argv;
             match g.save_new(&file) {
                 Err(golden::GoldenError::Exists { .. }) => return Err(exists()),
                 other => other?,
@@ -115,16 +159,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Sub::Verify { env, file } => {
+        Sub::Verify {
+            env,
+            external,
+            file,
+        } => {
             let g = Golden::load(&file)?;
-            let name = env.clone().unwrap_or_else(|| g.env.clone());
+            let (factory, _) = target(env.as_deref(), &external, Some(&g))?;
+            let name = factory.id();
             header(&format!(
                 "verify {} (env {name}, seed {}, steps {})",
                 file.display(),
                 g.seed,
                 g.steps
             ))?;
-            let factory = envs::resolve(&name)?;
             let v = golden::verify(factory.as_ref(), &g)?;
             for note in &v.notes {
                 outln!("note: {note}");
@@ -166,6 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Sub::Update {
             reason,
             env,
+            external,
             date,
             file,
         } => {
@@ -179,9 +228,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
             }
             let g = Golden::load(&file)?;
-            let name = env.unwrap_or_else(|| g.env.clone());
-            let factory = envs::resolve(&name)?;
-            let u = golden::update(factory.as_ref(), &g, &reason, &date.unwrap_or_else(today))?;
+            let (factory, argv) = target(env.as_deref(), &external, Some(&g))?;
+            let mut u = golden::update(factory.as_ref(), &g, &reason, &date.unwrap_or_else(today))?;
+            u.argv = argv;
             u.save(&file)?;
             let pending = golden::pending_path(&file);
             if pending.exists() {

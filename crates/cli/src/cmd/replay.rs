@@ -32,7 +32,8 @@ pub struct Args {
     /// applicable, unless seeds do differ.
     #[arg(long)]
     pub seedless: bool,
-    /// Checks to run, comma-separated, each once: same, other, interleaved, process, parallel.
+    /// Checks to run, comma-separated, each once: same, other, interleaved, process, parallel,
+    /// fork (forked workers: external envs whose child can fork).
     #[arg(
         long,
         value_delimiter = ',',
@@ -96,7 +97,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
     };
     outln!("lockstep {version} {}", &command("")["lockstep ".len()..]);
-    let factory = source.factory();
+    // An env that cannot start is one error, said once, not one per check.
+    source.probe()?;
+    // One trial: its instances share one child when an external env offers lockstep/2.
+    let session = source.factory().session();
+    let factory = session.as_deref().unwrap_or(source.factory());
     let runner = source.runner();
     let mut outcomes = Vec::with_capacity(kinds.len());
     let mut errors = Vec::new();

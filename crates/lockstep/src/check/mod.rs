@@ -24,6 +24,9 @@
 //! is not, the re-run may not reproduce the difference, and the report says so).
 
 mod divergence;
+mod fork;
+
+pub use fork::{Forker, WARM_UP_OFFSETS};
 
 pub use divergence::{
     element_text, explain, first_divergence, step_site, Detail, Divergence, InfoChange, Site,
@@ -49,6 +52,7 @@ pub enum CheckKind {
     Interleaved,
     OtherProcess,
     ParallelWorkers,
+    ForkedWorkers,
 }
 
 impl CheckKind {
@@ -60,6 +64,17 @@ impl CheckKind {
         CheckKind::ParallelWorkers,
     ];
 
+    /// Every check, the forked-workers check included (it applies to external envs whose
+    /// child can fork; run it by name, `--checks fork`).
+    pub const EVERY: [CheckKind; 6] = [
+        CheckKind::SameSeed,
+        CheckKind::OtherSeed,
+        CheckKind::Interleaved,
+        CheckKind::OtherProcess,
+        CheckKind::ParallelWorkers,
+        CheckKind::ForkedWorkers,
+    ];
+
     /// The short name used on the command line: `same`, `other`, `interleaved`, `process`,
     /// `parallel`.
     pub fn short(self) -> &'static str {
@@ -69,6 +84,7 @@ impl CheckKind {
             CheckKind::Interleaved => "interleaved",
             CheckKind::OtherProcess => "process",
             CheckKind::ParallelWorkers => "parallel",
+            CheckKind::ForkedWorkers => "fork",
         }
     }
 
@@ -81,6 +97,7 @@ impl CheckKind {
             CheckKind::Interleaved => "interleaved",
             CheckKind::OtherProcess => "other_process",
             CheckKind::ParallelWorkers => "parallel_workers",
+            CheckKind::ForkedWorkers => "forked_workers",
         }
     }
 }
@@ -94,13 +111,13 @@ impl fmt::Display for CheckKind {
 impl FromStr for CheckKind {
     type Err = String;
     fn from_str(s: &str) -> Result<CheckKind, String> {
-        CheckKind::ALL
+        CheckKind::EVERY
             .into_iter()
             .find(|k| k.short() == s || k.name() == s)
             .ok_or_else(|| {
                 format!(
                     "unknown check {s:?}; known: {}",
-                    CheckKind::ALL.map(CheckKind::short).join(", ")
+                    CheckKind::EVERY.map(CheckKind::short).join(", ")
                 )
             })
     }
@@ -318,6 +335,7 @@ pub fn run_check(
         CheckKind::Interleaved => ctx.interleaved(),
         CheckKind::OtherProcess => ctx.other_process(runner.ok_or(CheckError::NoRunner)?),
         CheckKind::ParallelWorkers => ctx.parallel(),
+        CheckKind::ForkedWorkers => ctx.forked(),
     }
 }
 

@@ -329,3 +329,15 @@ fn outcomes_convert_to_values() {
     let back: Vec<CheckOutcome> = serde_json::from_str(&json).unwrap();
     assert_eq!(back, all);
 }
+
+#[test]
+fn a_check_that_does_not_apply_is_never_passed() {
+    let o = CheckOutcome::not_applicable(CheckKind::OtherSeed, "the env cannot fork".into());
+    assert!(!o.applicable && !o.passed);
+    assert_eq!(o.summary, "the env cannot fork");
+    // An outcome written before the field existed reads back as applicable.
+    let mut v = serde_json::to_value(&o).unwrap();
+    v.as_object_mut().unwrap().remove("applicable");
+    let back: CheckOutcome = serde_json::from_value(v).unwrap();
+    assert!(back.applicable);
+}

@@ -17,7 +17,8 @@ use lockstep_canon::{Map, ParseOptions, Profile, Value};
 use super::{ChangelogEntry, ContractRef, Golden, GoldenError, FORMAT, FORMAT_V1};
 use crate::trace::{Digest, End, StepDigest};
 
-/// Members of a golden file's object, in file order. `seal` is v2 only.
+/// Members of a golden file's object, in file order. `argv` is present for an external env
+/// only, `seal` in v2 only.
 const TOP: &[&str] = &[
     "format",
     "env",
@@ -31,6 +32,7 @@ const TOP: &[&str] = &[
     "episode",
     "step_digests",
     "changelog",
+    "argv",
     "seal",
 ];
 const STEP: &[&str] = &["step", "digest", "agents", "logs", "log_lines"];
@@ -125,6 +127,10 @@ pub(super) fn parse(
         episode: convert(field("episode")?, "/episode", &at)?,
         step_digests,
         changelog,
+        argv: match top.get("argv") {
+            None => None,
+            Some(a) => Some(convert::<Vec<String>>(a, "/argv", &at)?),
+        },
     };
     let seal = seal.map(|recorded| (recorded, seal_of(&value)));
     Ok((golden, seal))

@@ -73,6 +73,28 @@ pub struct Golden {
     pub episode: Digest,
     pub step_digests: Vec<StepDigest>,
     pub changelog: Vec<ChangelogEntry>,
+    /// The command line of an external env (`--cmd -- ARGV...`), absent for a built-in one:
+    /// what verify runs again. `env` and `config` are then the child's handshake `env_id` and
+    /// `config`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+}
+
+/// The prefix of [`Golden::env_name`] for an external env: `cmd:` and the JSON array of argv.
+pub const CMD_PREFIX: &str = "cmd:";
+
+impl Golden {
+    /// The name a resolver makes the golden's env from: the env id, or for an external env
+    /// [`CMD_PREFIX`] followed by the JSON array of its argv.
+    pub fn env_name(&self) -> String {
+        match &self.argv {
+            Some(argv) => format!(
+                "{CMD_PREFIX}{}",
+                serde_json::to_string(argv).unwrap_or_default()
+            ),
+            None => self.env.clone(),
+        }
+    }
 }
 
 /// A golden operation could not run.
@@ -185,6 +207,7 @@ fn run(factory: &dyn EnvFactory, seed: u64, steps: u64) -> Result<Golden, Golden
         episode: r.trace.episode,
         step_digests: r.trace.step_digests,
         changelog: Vec::new(),
+        argv: None,
     })
 }
 
@@ -211,6 +234,7 @@ pub fn record(
 pub fn verify(factory: &dyn EnvFactory, golden: &Golden) -> Result<Verification, GoldenError> {
     let mut current = run(factory, golden.seed, golden.steps)?;
     current.changelog = golden.changelog.clone();
+    current.argv = golden.argv.clone();
     let mut notes = Vec::new();
     // A contract change is worth knowing (the starting state's fields were revised) but is
     // not a divergence: the digests decide. Files recorded before contracts were kept say
@@ -228,14 +252,19 @@ pub fn verify(factory: &dyn EnvFactory, golden: &Golden) -> Result<Verification,
             )),
         }
     }
+    // Another env, or the same env configured otherwise, is a failure whatever the digests
+    // say: the golden pins the episode of that env and config.
+    let mut same_env = true;
     if current.env != golden.env {
+        same_env = false;
         notes.push(format!(
-            "recorded with env {:?}, verified with {:?}",
+            "recorded with env {:?}, the env now reports {:?}",
             golden.env, current.env
         ));
     }
     let config = crate::diff::diff(&golden.config, &current.config);
     if !config.is_empty() {
+        same_env = false;
         let pointers: Vec<&str> = config.changes.iter().map(|c| c.pointer.as_str()).collect();
         notes.push(format!("config differs at {}", pointers.join(", ")));
     }
@@ -287,7 +316,8 @@ pub fn verify(factory: &dyn EnvFactory, golden: &Golden) -> Result<Verification,
             "format {FORMAT_V1} has no seal: edits outside the digests (steps, config, changelog wording) cannot be seen; `lockstep golden update` rewrites it as {FORMAT}"
         ));
     }
-    let passed = comparable
+    let passed = same_env
+        && comparable
         && divergence.is_none()
         && edited_counts.is_empty()
         && golden.episode == current.episode;
@@ -313,6 +343,7 @@ pub fn update(
     }
     check_date(date)?;
     let mut g = run(factory, golden.seed, golden.steps)?;
+    g.argv = golden.argv.clone();
     g.changelog = golden.changelog.clone();
     g.changelog.push(ChangelogEntry {
         date: date.into(),

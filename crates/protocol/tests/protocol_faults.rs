@@ -7,8 +7,8 @@ mod protocol_common;
 use std::time::Duration;
 
 use lockstep::env::Env;
-use lockstep::protocol::{ProcessEnv, ProcessEnvFactory, ProcessOptions};
 use lockstep_canon::Value;
+use lockstep_protocol::{ProcessEnv, ProcessEnvFactory, ProcessOptions};
 use protocol_common::{
     adapter_argv, module_argv, options, options_with_timeout, python, require, rollout,
 };
@@ -223,4 +223,175 @@ fn garbage_output_is_an_error_not_a_panic() {
             .to_string();
         assert!(err.contains("handshake"), "{err}");
     }
+}
+
+/// Whether process `pid` is gone (or a zombie waiting for an init that does not reap).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Issue 9: a child whose forked grandchild keeps the pipes open turned the child's exit into
+/// a full request timeout and left the grandchild running. The child's exit status is
+/// reported as soon as it exits, and its whole process group is ended.
+#[test]
+fn a_grandchild_holding_the_pipes_neither_hides_the_exit_nor_outlives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    let handshake = r#"{"protocol":"lockstep/1","env_id":"sh","agents":[{"name":"agent","action_space":{"type":"discrete","n":2},"observation_space":{}}]}"#;
+    // Before the handshake, and after it (on the first request).
+    for (script, request) in [
+        (
+            format!("sleep 300 & echo $! > '{}'; exit 3", pidfile.display()),
+            "handshake",
+        ),
+        (
+            format!(
+                "sleep 300 & echo $! > '{}'; echo '{handshake}'; read line; exit 3",
+                pidfile.display()
+            ),
+            "reset (seed 1)",
+        ),
+    ] {
+        let _ = std::fs::remove_file(&pidfile);
+        let argv: Vec<String> = ["sh", "-c", &script].map(String::from).to_vec();
+        // A timeout far longer than the test may take: only the exit can end the wait.
+        let opts = options_with_timeout(Duration::from_secs(120));
+        let err = match ProcessEnv::spawn(&argv, &opts) {
+            Err(e) => e,
+            Ok(mut env) => env.reset(1, &Value::Null).expect_err("the child exits"),
+        }
+        .to_string();
+        assert!(err.contains(request), "{err}");
+        assert!(
+            err.contains("the process ended (exit status: 3) without answering"),
+            "{err}"
+        );
+        let grandchild: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SIGKILL is delivered at once; the exit itself may take a moment to show.
+        let ended = (0..200).any(|_| {
+            gone(grandchild) || {
+                std::thread::sleep(Duration::from_millis(10));
+                false
+            }
+        });
+        assert!(ended, "grandchild {grandchild} still runs");
+    }
+}
+
+/// Issue 9: protocol errors did not name the child's pid, although docs/protocol.md says they
+/// do. Every fault names it: at the handshake, mid-episode, and an `ok: false` answer.
+#[test]
+fn protocol_errors_name_the_childs_pid() {
+    let err = faults("exit_at_start", &options())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("(pid "), "{err}");
+
+    let mut env = faults("non_json", &options()).unwrap();
+    let pid = env.pid();
+    let (_, err) = rollout(&mut env, 1, 10).unwrap_err();
+    let err = err.to_string();
+    assert!(err.contains(&format!("(pid {pid}): step 3")), "{err}");
+
+    require(&["gymnasium"]);
+    let argv = adapter_argv(&[
+        "factory",
+        "lockstep_adapter.testing:walker",
+        "--kwargs",
+        r#"{"bug": "raises"}"#,
+    ]);
+    let mut env = ProcessEnvFactory::new(argv, options()).spawn().unwrap();
+    let pid = env.pid();
+    let (_, err) = rollout(&mut env, 1, 10).unwrap_err();
+    let err = err.to_string();
+    assert!(
+        err.contains(&format!("(pid {pid}): step 2: the env failed")),
+        "{err}"
+    );
+}
+
+/// A child that speaks only lockstep/1 (no `upgrades` in its handshake) still works through a
+/// session: each instance is a child of its own. The adapter, which offers lockstep/2, hosts
+/// every instance of a session in one child, each answering for itself.
+#[test]
+fn sessions_speak_lockstep_1_to_children_that_only_know_it() {
+    use lockstep::env::EnvFactory;
+    let f = ProcessEnvFactory::new(
+        module_argv("lockstep_adapter.faults", &["ok", "3"]),
+        options(),
+    );
+    let session = f.session();
+    let mut a = session.make().unwrap();
+    let mut b = session.make().unwrap();
+    let ea = rollout(a.as_mut(), 1, 5).map_err(|(_, e)| e).unwrap();
+    let eb = rollout(b.as_mut(), 1, 5).map_err(|(_, e)| e).unwrap();
+    assert_eq!(ea.transitions, eb.transitions);
+    a.close().unwrap();
+    b.close().unwrap();
+    assert_eq!(f.children_started(), 2);
+
+    require(&["gymnasium"]);
+    let f = ProcessEnvFactory::new(adapter_argv(&["gymnasium", "CartPole-v1"]), options());
+    let session = f.session();
+    let mut envs: Vec<_> = (0..3).map(|_| session.make().unwrap()).collect();
+    let episodes: Vec<_> = envs
+        .iter_mut()
+        .enumerate()
+        .map(|(i, e)| {
+            rollout(e.as_mut(), 10 + i as u64, 20)
+                .map_err(|(_, e)| e)
+                .unwrap()
+        })
+        .collect();
+    assert_ne!(
+        episodes[0].transitions, episodes[1].transitions,
+        "instances are apart"
+    );
+    // Instance 0 closed, the others still answer.
+    envs[0].close().unwrap();
+    let again = rollout(envs[1].as_mut(), 11, 20)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    assert_eq!(again.transitions, episodes[1].transitions);
+    for e in &mut envs[1..] {
+        e.close().unwrap();
+    }
+    drop(envs);
+    drop(session);
+    assert_eq!(f.children_started(), 1);
+}
+
+/// A child that dies takes every instance it hosted with it (each says so), and the session's
+/// next instance is a fresh child.
+#[test]
+fn a_dead_lockstep_2_child_fails_all_its_instances_and_is_replaced() {
+    use lockstep::env::EnvFactory;
+    require(&["gymnasium"]);
+    let argv = adapter_argv(&[
+        "factory",
+        "lockstep_adapter.testing:walker",
+        "--kwargs",
+        r#"{"bug": "crash"}"#,
+    ]);
+    let f = ProcessEnvFactory::new(argv, options());
+    let session = f.session();
+    let mut a = session.make().unwrap();
+    let mut b = session.make().unwrap();
+    let (_, err) = rollout(a.as_mut(), 1, 60).unwrap_err();
+    assert!(err.to_string().contains("signal: 6"), "{err}");
+    let other = b.reset(1, &Value::Null).unwrap_err().to_string();
+    assert!(other.contains("already failed"), "{other}");
+    let mut c = session.make().unwrap();
+    c.reset(1, &Value::Null).unwrap();
+    assert_eq!(f.children_started(), 2);
 }

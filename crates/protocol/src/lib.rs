@@ -1,4 +1,5 @@
-//! `lockstep/1`: environments in any language, served by a child process over JSON Lines.
+//! lockstep-protocol: environments in any language, served by a child process over JSON Lines
+//! (`lockstep/1`). The core crate `lockstep` holds the checks; this crate the transport.
 //!
 //! The child speaks first: one handshake line declaring the protocol version, env id, agents
 //! with their action and observation spaces, and the reset contract. Then each request lockstep
@@ -8,14 +9,14 @@
 //! Python adapter that serves Gymnasium and PettingZoo envs, is docs/protocol.md.
 //!
 //! - [`message`]: the messages, as pure functions (parsing replies, writing requests).
-//! - [`ProcessEnv`]: the [`crate::env::Env`] over a child; [`ProcessEnvFactory`] starts a fresh
+//! - [`ProcessEnv`]: the [`lockstep::env::Env`] over a child; [`ProcessEnvFactory`] starts a fresh
 //!   child per `make()`. A child that exits, crashes, hangs, floods or breaks the protocol is an
-//!   [`crate::env::EnvError`] naming the request, the step and its last stderr lines, never a
+//!   [`lockstep::env::EnvError`] naming the request, the step and its last stderr lines, never a
 //!   hang or a panic.
 //!
 //! ```no_run
 //! use lockstep::env::{Env, EnvFactory};
-//! use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
+//! use lockstep_protocol::{ProcessEnvFactory, ProcessOptions};
 //!
 //! let argv = ["python3", "-m", "lockstep_adapter", "gymnasium", "CartPole-v1"];
 //! let factory = ProcessEnvFactory::new(argv.map(String::from).to_vec(), ProcessOptions::default());
@@ -30,5 +31,8 @@ mod child;
 pub mod message;
 mod process_env;
 
+pub use message::PROTOCOL_V2;
 pub use message::{Handshake, WireContract, PROTOCOL_VERSION};
-pub use process_env::{display_argv, ProcessEnv, ProcessEnvFactory, ProcessOptions};
+pub use process_env::{
+    display_argv, ProcessEnv, ProcessEnvFactory, ProcessOptions, ProcessSession,
+};

@@ -11,6 +11,13 @@
 //! One thread per child drains stderr into a ring of its last lines, so the child never blocks
 //! on a full stderr pipe and every error can quote what it said last. A hung child is a
 //! timeout, never a hang; the child is killed and reaped on every fault and on drop.
+//!
+//! On Unix the child leads its own process group, and ending it ends the whole group: a
+//! grandchild it forked (a server, a shell's background job) inherits the pipes and would
+//! otherwise keep stdout open after the child died and outlive lockstep. While waiting for an
+//! answer lockstep also looks at the child itself every [`EXIT_POLL`], so a child that exits
+//! while such a grandchild holds its stdout is reported by its exit status at once, not after
+//! the whole request timeout.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -20,11 +27,15 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-#[cfg(unix)]
 use std::time::Instant;
 
 /// Longest stderr line kept (bytes); the rest of a longer line is dropped.
 const STDERR_LINE_MAX: usize = 2000;
+
+/// How often a wait for an answer checks whether the child itself has exited. An answer that
+/// arrives is read at once whatever this is; it only bounds how late an exit is noticed when
+/// a grandchild keeps stdout open.
+const EXIT_POLL: Duration = Duration::from_millis(50);
 
 /// How stdout is read: on the calling thread where poll(2) exists, by a thread elsewhere.
 #[cfg(unix)]
@@ -134,6 +145,12 @@ impl Child {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt as _;
+            // Its own group, so that ending the child ends what it forked (see the module doc).
+            command.process_group(0);
+        }
         let mut process = command.spawn()?;
         let stdin = process.stdin.take();
         let stdout = process.stdout.take().expect("stdout was piped");
@@ -193,14 +210,32 @@ impl Child {
 
     /// Waits up to `timeout` for the next line (newline and a `\r` before it excluded); the
     /// line borrows the reader's buffer until the next call.
+    ///
+    /// The wait is cut into slices of [`EXIT_POLL`]; between slices the child is looked at, and
+    /// a child that has exited (while something it forked keeps stdout open) is a
+    /// [`Fault::Exited`] with its status, its whole process group ended.
     pub(crate) fn recv(&mut self, timeout: Duration) -> Result<&[u8], Fault> {
         if self.ended {
             return Err(self.exited());
         }
-        match self.stdout.next_line(timeout) {
-            Ok(range) => Ok(self.stdout.line(range)),
-            Err(stop) => Err(self.stop_fault(stop, timeout)),
-        }
+        // No deadline when `timeout` is too large to add to the clock: wait without end.
+        let deadline = monotonic_now().checked_add(timeout);
+        let range = loop {
+            let left = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(monotonic_now())
+            });
+            match self.stdout.next_line(left.min(EXIT_POLL)) {
+                Ok(range) => break range,
+                Err(Stop::TimedOut) if left > EXIT_POLL => {
+                    if let Ok(Some(status)) = self.process.try_wait() {
+                        self.kill();
+                        return Err(Fault::Exited(Some(status)));
+                    }
+                }
+                Err(stop) => return Err(self.stop_fault(stop, timeout)),
+            }
+        };
+        Ok(self.stdout.line(range))
     }
 
     fn stop_fault(&mut self, stop: Stop, timeout: Duration) -> Fault {
@@ -244,9 +279,19 @@ impl Child {
         status
     }
 
-    /// Kills and reaps the child (no-op if it already ended).
+    /// Kills the child's whole process group and reaps the child (the group even when the
+    /// child itself already ended: what it forked goes with it).
     pub(crate) fn kill(&mut self) {
         self.stdin = None;
+        #[cfg(unix)]
+        if let Ok(pgid) = libc::pid_t::try_from(self.process.id()) {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
+            // The group id is the child's pid, which cannot be reused while the group has a
+            // member or the child is unreaped.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
         if let Ok(None) = self.process.try_wait() {
             let _ = self.process.kill();
         }
@@ -313,7 +358,6 @@ fn find_line(
 /// The monotonic clock, read only to bound how long a request waits (as `recv_timeout` does
 /// inside): an elapsed time never reaches a result, a report or an error message, which name
 /// the configured timeout.
-#[cfg(unix)]
 #[allow(clippy::disallowed_methods)]
 fn monotonic_now() -> Instant {
     Instant::now()

@@ -24,10 +24,8 @@ fn check_deterministic(args: &[&str], max_steps: usize) {
         .map_err(|(_, e)| e)
         .unwrap();
     a.close().unwrap();
-    let mut b = f.make().expect("second child starts");
-    let elsewhere = rollout(b.as_mut(), 11, max_steps)
-        .map_err(|(_, e)| e)
-        .unwrap();
+    let mut b = f.spawn_other_process().expect("second child starts");
+    let elsewhere = rollout(&mut b, 11, max_steps).map_err(|(_, e)| e).unwrap();
     b.close().unwrap();
 
     assert!(

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use lockstep::actions::ActionSampler;
 use lockstep::env::{Env, EnvError, Transition};
-use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
 use lockstep_canon::Value;
+use lockstep_protocol::{ProcessEnvFactory, ProcessOptions};
 
 /// The interpreter: `LOCKSTEP_PYTHON` (scripts/test sets it to ./.venv/bin/python), else
 /// `python3`.

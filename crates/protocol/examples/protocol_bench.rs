@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use lockstep::actions::ActionSampler;
 use lockstep::env::EnvFactory;
-use lockstep::protocol::{ProcessEnvFactory, ProcessOptions};
 use lockstep_canon::Value;
+use lockstep_protocol::{ProcessEnvFactory, ProcessOptions};
 
 const PLAIN: &str = r#"
 import sys, time, gymnasium

@@ -9,10 +9,16 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use lockstep_canon::{Number, Value};
 
-use crate::env::{Action, Actions, AgentSpec, AgentStep, Array, DType, EnvSpec, Space, Transition};
+use lockstep::env::{
+    Action, Actions, AgentSpec, AgentStep, Array, DType, EnvSpec, Space, Transition,
+};
 
-/// The protocol version this module speaks, sent by the env in its handshake.
+/// The protocol version every env speaks first, sent by the env in its handshake.
 pub const PROTOCOL_VERSION: &str = "lockstep/1";
+
+/// The version an env may offer in its handshake's `upgrades`: several env instances in one
+/// child, each request naming its `instance` (docs/protocol.md, "lockstep/2").
+pub const PROTOCOL_V2: &str = "lockstep/2";
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -71,7 +77,7 @@ pub fn reply(value: &Value) -> Result<Reply<'_>, MessageError> {
 pub struct WireContract {
     pub name: String,
     pub version: u64,
-    /// The top-level fields of [`crate::env::Env::state`]; `None` when the env declares none.
+    /// The top-level fields of [`lockstep::env::Env::state`]; `None` when the env declares none.
     pub fields: Option<Vec<String>>,
 }
 
@@ -83,9 +89,18 @@ pub struct Handshake {
     /// Sorted by name.
     pub agents: Vec<AgentSpec>,
     pub contract: WireContract,
+    /// Versions the env can be upgraded to (`lockstep/2`); empty for a `lockstep/1`-only env.
+    pub upgrades: Vec<String>,
+    /// Whether the child can fork a worker (`lockstep/2`'s `fork` op; handshake `"fork"`).
+    pub fork: bool,
 }
 
 impl Handshake {
+    /// Whether the env can host several instances (it offers `lockstep/2`).
+    pub fn offers_v2(&self) -> bool {
+        self.upgrades.iter().any(|u| u == PROTOCOL_V2)
+    }
+
     pub fn spec(&self) -> EnvSpec {
         EnvSpec {
             id: self.env_id.clone(),
@@ -322,11 +337,30 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
             }
         }
     };
+    let upgrades = match map.get("upgrades") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(u) => array(u, "/upgrades")?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| err(&format!("/upgrades/{i}"), "version is not a string"))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let fork = match map.get("fork") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("/fork", "`fork` is not a boolean")),
+    };
     Ok(Handshake {
         env_id,
         config,
         agents,
         contract,
+        upgrades,
+        fork,
     })
 }
 
@@ -554,7 +588,7 @@ fn update_array(
         return Ok(());
     }
     if cfg!(target_endian = "little") {
-        use crate::env::ArrayData as D;
+        use lockstep::env::ArrayData as D;
         match existing.data_mut() {
             D::Bool(v) | D::U8(v) => v.copy_from_slice(scratch),
             D::I8(v) => bytemuck::cast_slice_mut(v).copy_from_slice(scratch),
@@ -587,6 +621,29 @@ fn write_head(out: &mut Vec<u8>, id: u64, op: &str) {
     out.extend_from_slice(b",\"op\":\"");
     out.extend_from_slice(op.as_bytes());
     out.push(b'"');
+}
+
+/// Names the instance a written request is for (`lockstep/2`): `{"instance":N,` replaces the
+/// request's opening brace.
+pub fn set_instance(out: &mut Vec<u8>, instance: u64) {
+    debug_assert_eq!(out.first(), Some(&b'{'));
+    let mut head = b"{\"instance\":".to_vec();
+    head.extend_from_slice(itoa::Buffer::new().format(instance).as_bytes());
+    head.push(b',');
+    out.splice(0..1, head);
+}
+
+/// `{"id":N,"op":"upgrade","protocol":"lockstep/2"}` and a newline.
+pub fn write_upgrade(out: &mut Vec<u8>, id: u64) {
+    write_head(out, id, "upgrade");
+    out.extend_from_slice(b",\"protocol\":");
+    write_str(out, PROTOCOL_V2);
+    out.extend_from_slice(b"}\n");
+}
+
+/// Reads the instance number of a `create` reply (after [`reply`] said `ok`).
+pub fn read_instance(map: &lockstep_canon::Map) -> Result<u64, MessageError> {
+    unsigned(field(map, "", "instance")?, "/instance")
 }
 
 /// Checks that a reply echoes the id of its request: a stray extra line, or an answer to an
@@ -706,7 +763,7 @@ pub fn parse_line(line: &[u8]) -> Result<Value, lockstep_canon::ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env::ArrayData;
+    use lockstep::env::ArrayData;
 
     fn parse(s: &str) -> Value {
         parse_line(s.as_bytes()).unwrap()

@@ -1,0 +1,862 @@
+//! [`ProcessEnv`]: an [`Env`] served by a child process, and its factory.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use lockstep_canon::Value;
+
+use crate::child::{show_duration, Child};
+use crate::message::{self, Handshake, Reply, WireContract};
+use lockstep::check::{Forker, ProcessRunner};
+use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
+use lockstep::trace::{self, Recorded, RolloutOptions};
+
+/// Limits and environment of an env process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessOptions {
+    /// How long one request (reset, step, state, close) may wait for its answer.
+    pub request_timeout: Duration,
+    /// How long the child may take to send its handshake (interpreter start, imports).
+    pub startup_timeout: Duration,
+    /// Longest answer line accepted, in bytes; a longer one is a fault, read no further.
+    pub max_message_bytes: usize,
+    /// How many of the child's last stderr lines an error quotes.
+    pub stderr_lines: usize,
+    /// Extra environment variables for the child.
+    pub env: Vec<(String, String)>,
+    /// Unless `env` sets `PYTHONHASHSEED`: every instance a factory makes gets
+    /// `PYTHONHASHSEED=0`, as instances in one process share one string-hash salt, and the n-th
+    /// child of the other-process check ([`ProcessEnvFactory::spawn_other_process`]) gets
+    /// `PYTHONHASHSEED=n` (1, 2, ...). So an env whose episode depends on set or dict-of-hash
+    /// order fails the other-process check every time, and only that check: the same-seed,
+    /// interleaved and parallel checks vary nothing but what they test. Harmless for children
+    /// that are not Python.
+    pub vary_python_hash_seed: bool,
+}
+
+impl Default for ProcessOptions {
+    fn default() -> Self {
+        ProcessOptions {
+            request_timeout: Duration::from_secs(30),
+            startup_timeout: Duration::from_secs(60),
+            max_message_bytes: 64 << 20,
+            stderr_lines: 20,
+            env: Vec::new(),
+            vary_python_hash_seed: true,
+        }
+    }
+}
+
+/// A command line shown in messages: words joined by spaces, quoted when they need it.
+pub fn display_argv(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,+@%".contains(&b))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One child and what every env instance in it shares: the pipes, the request ids, the fault
+/// that ended it.
+struct Conn {
+    child: Child,
+    /// Id of the last request sent (replies echo it).
+    request_id: u64,
+    /// The fault that killed the child, repeated to every instance.
+    dead: Option<EnvError>,
+}
+
+impl Conn {
+    fn next_id(&mut self) -> u64 {
+        self.request_id += 1;
+        self.request_id
+    }
+}
+
+type Shared = Arc<Mutex<Conn>>;
+
+fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
+    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// An environment served by a child process (any language), over `lockstep/1` (the child is
+/// this env's own) or as one instance of a `lockstep/2` child that hosts several
+/// ([`ProcessSession`]).
+///
+/// Every fault of the child (it exits, crashes, hangs past the request timeout, prints a line
+/// that is not JSON or is too long, breaks the protocol) is an [`EnvError`] naming the request,
+/// the step and the child's last stderr lines; the child is then killed and reaped, and every
+/// later call (of every instance it hosted) fails with the same error. An env that answers
+/// `"ok": false` (an exception in the env) gives an error too but stays usable.
+pub struct ProcessEnv {
+    conn: Shared,
+    pid: u32,
+    /// The instance in a `lockstep/2` child; `None` over `lockstep/1`.
+    instance: Option<u64>,
+    command: String,
+    options: ProcessOptions,
+    handshake: Handshake,
+    spec: EnvSpec,
+    transition: Transition,
+    /// Steps answered since the last reset.
+    steps: u64,
+    /// Whether a reset has been answered.
+    started: bool,
+    /// The fault that killed the child, repeated by every later call.
+    dead: Option<EnvError>,
+    closed: bool,
+    buf: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+/// The request being answered, for messages: `handshake`, `reset (seed 3)`, `step 17`, ...
+enum Request {
+    Handshake,
+    Upgrade,
+    Create,
+    Fork,
+    EndFork,
+    Reset(u64),
+    Step(u64),
+    State,
+    Close,
+}
+
+/// Starts `argv` and reads its handshake.
+fn start(
+    argv: &[String],
+    options: &ProcessOptions,
+    extra: &[(String, String)],
+) -> Result<(Conn, Handshake), EnvError> {
+    let command = display_argv(argv);
+    let mut env = options.env.clone();
+    env.extend(extra.iter().cloned());
+    let mut child = Child::spawn(argv, &env, options.max_message_bytes, options.stderr_lines)
+        .map_err(|e| EnvError::new(format!("env process `{command}`: cannot start: {e}")))?;
+    let handshake = match child.recv(options.startup_timeout) {
+        Ok(line) => message::parse_line(line)
+            .map_err(|e| format!("the handshake is not JSON ({e}): {}", excerpt(line)))
+            .and_then(|v| read_handshake(&v)),
+        Err(fault) => Err(fault.to_string()),
+    };
+    match handshake {
+        Ok(h) => Ok((
+            Conn {
+                child,
+                request_id: 0,
+                dead: None,
+            },
+            h,
+        )),
+        Err(what) => Err(fatal_error(
+            &mut child,
+            &command,
+            &Request::Handshake,
+            0,
+            &what,
+        )),
+    }
+}
+
+/// One request outside any instance (`upgrade`, `create`): the answer's object, or the fault,
+/// which kills the child.
+fn control(
+    conn: &mut Conn,
+    command: &str,
+    options: &ProcessOptions,
+    request: &Request,
+    write: impl FnOnce(&mut Vec<u8>, u64),
+) -> Result<lockstep_canon::Map, EnvError> {
+    let id = conn.next_id();
+    let mut buf = Vec::new();
+    write(&mut buf, id);
+    let outcome = conn
+        .child
+        .send(&buf)
+        .and_then(|()| conn.child.recv(options.request_timeout))
+        .map_err(|fault| fault.to_string())
+        .and_then(|line| {
+            message::parse_line(line)
+                .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(line)))
+        })
+        .and_then(|value| {
+            message::check_id(&value, id)
+                .map_err(|e| format!("the answer breaks the protocol: {e}"))?;
+            match message::reply(&value) {
+                Ok(Reply::Ok(map)) => Ok(map.clone()),
+                Ok(Reply::Failed { error, .. }) => Err(format!("the env refused: {error}")),
+                Err(e) => Err(format!("the answer breaks the protocol: {e}")),
+            }
+        });
+    outcome.map_err(|what| {
+        let e = fatal_error(&mut conn.child, command, request, 0, &what);
+        conn.dead = Some(e.clone());
+        e
+    })
+}
+
+impl ProcessEnv {
+    /// Starts `argv` (no shell) and reads its handshake; the env speaks `lockstep/1`.
+    pub fn spawn(argv: &[String], options: &ProcessOptions) -> Result<ProcessEnv, EnvError> {
+        Self::spawn_with_env(argv, options, &[])
+    }
+
+    fn spawn_with_env(
+        argv: &[String],
+        options: &ProcessOptions,
+        extra: &[(String, String)],
+    ) -> Result<ProcessEnv, EnvError> {
+        let (conn, handshake) = start(argv, options, extra)?;
+        let pid = conn.child.id();
+        Ok(Self::instance(
+            Arc::new(Mutex::new(conn)),
+            pid,
+            None,
+            display_argv(argv),
+            options,
+            handshake,
+        ))
+    }
+
+    fn instance(
+        conn: Shared,
+        pid: u32,
+        instance: Option<u64>,
+        command: String,
+        options: &ProcessOptions,
+        handshake: Handshake,
+    ) -> ProcessEnv {
+        let spec = handshake.spec();
+        ProcessEnv {
+            conn,
+            pid,
+            instance,
+            command,
+            options: options.clone(),
+            handshake,
+            spec,
+            transition: Transition::default(),
+            steps: 0,
+            started: false,
+            dead: None,
+            closed: false,
+            buf: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The reset contract the env declared.
+    pub fn contract(&self) -> &WireContract {
+        &self.handshake.contract
+    }
+
+    /// The whole handshake.
+    pub fn handshake(&self) -> &Handshake {
+        &self.handshake
+    }
+
+    /// Steps answered since the last reset (kept after a fault: how far the episode got).
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The instance number in a `lockstep/2` child (`None` over `lockstep/1`).
+    pub fn instance_number(&self) -> Option<u64> {
+        self.instance
+    }
+
+    /// The child's last stderr lines so far.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        lock(&self.conn).child.stderr_tail()
+    }
+
+    fn check_usable(&mut self) -> Result<(), EnvError> {
+        if self.dead.is_none() {
+            self.dead = lock(&self.conn).dead.clone();
+        }
+        if let Some(e) = &self.dead {
+            return Err(EnvError::new(format!(
+                "env process already failed: {}",
+                e.message
+            )));
+        }
+        if self.closed {
+            return Err(EnvError::new(format!(
+                "env process `{}` is closed",
+                self.command
+            )));
+        }
+        Ok(())
+    }
+
+    /// Writes a request (with the id `write` is given) into `self.buf`, names the instance,
+    /// sends it and returns the parsed answer line, checked to carry the request's id. Any fault
+    /// kills the child and is remembered by it and by this instance.
+    fn exchange(
+        &mut self,
+        request: &Request,
+        write: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), EnvError>,
+    ) -> Result<Value, EnvError> {
+        let timeout = self.options.request_timeout;
+        let shared = Arc::clone(&self.conn);
+        let mut conn = lock(&shared);
+        if let Some(e) = &conn.dead {
+            self.dead = Some(e.clone());
+            return Err(EnvError::new(format!(
+                "env process already failed: {}",
+                e.message
+            )));
+        }
+        let id = conn.next_id();
+        write(&mut self.buf, id)?;
+        if let Some(n) = self.instance {
+            message::set_instance(&mut self.buf, n);
+        }
+        let outcome = conn
+            .child
+            .send(&self.buf)
+            .and_then(|()| conn.child.recv(timeout))
+            .map_err(|fault| fault.to_string())
+            .and_then(|line| {
+                message::parse_line(line)
+                    .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(line)))
+            })
+            .and_then(|value| {
+                message::check_id(&value, id)
+                    .map(|()| value)
+                    .map_err(|e| format!("the answer breaks the protocol: {e}"))
+            });
+        outcome.map_err(|what| {
+            let e = fatal_error(&mut conn.child, &self.command, request, self.steps, &what);
+            conn.dead = Some(e.clone());
+            self.dead = Some(e.clone());
+            e
+        })
+    }
+
+    /// Kills the child for a fault and builds (and remembers) the error.
+    fn fail(&mut self, request: &Request, what: &str) -> EnvError {
+        let shared = Arc::clone(&self.conn);
+        let mut conn = lock(&shared);
+        let e = fatal_error(&mut conn.child, &self.command, request, self.steps, what);
+        conn.dead = Some(e.clone());
+        self.dead = Some(e.clone());
+        e
+    }
+
+    /// Reads the `ok` of an answer; `ok: false` is an error that keeps the child.
+    fn answer<'v>(
+        &mut self,
+        request: &Request,
+        value: &'v Value,
+    ) -> Result<&'v lockstep_canon::Map, EnvError> {
+        match message::reply(value) {
+            Ok(Reply::Ok(map)) => Ok(map),
+            Ok(Reply::Failed { error, traceback }) => {
+                let mut message = format!(
+                    "env process `{}` (pid {}): {}: the env failed: {error}",
+                    self.command,
+                    self.pid,
+                    describe(request, self.steps)
+                );
+                if let Some(tb) = traceback {
+                    push_traceback(&mut message, &tb, 12);
+                }
+                Err(EnvError::new(message))
+            }
+            Err(e) => Err(self.fail(request, &format!("the answer breaks the protocol: {e}"))),
+        }
+    }
+
+    fn transition_request(
+        &mut self,
+        request: Request,
+        write: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), EnvError>,
+    ) -> Result<&Transition, EnvError> {
+        let mut value = self.exchange(&request, write)?;
+        self.answer(&request, &value)?;
+        let read = match &mut value {
+            Value::Object(map) => {
+                message::read_transition(map, &self.spec, &mut self.transition, &mut self.scratch)
+                    .map_err(|e| e.to_string())
+            }
+            _ => Err("the answer is not a JSON object".to_string()),
+        };
+        match read {
+            Ok(()) => Ok(&self.transition),
+            Err(e) => Err(self.fail(&request, &format!("the answer breaks the protocol: {e}"))),
+        }
+    }
+}
+
+/// The handshake, or why it is unusable. `"ok"` may be absent; `"ok": false` means the env
+/// could not start, unless it speaks another protocol version, which is named first.
+fn read_handshake(v: &Value) -> Result<Handshake, String> {
+    if let Some(Value::Bool(false)) = v.get("ok") {
+        return match v.get("protocol").and_then(Value::as_str) {
+            Some(p) if p != message::PROTOCOL_VERSION => Err(format!(
+                "the env speaks protocol {p:?}, lockstep speaks {:?}",
+                message::PROTOCOL_VERSION
+            )),
+            _ => {
+                let mut what = format!(
+                    "the env failed to start: {}",
+                    v.get("error")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(no error message)")
+                );
+                if let Some(tb) = v.get("traceback").and_then(Value::as_str) {
+                    push_traceback(&mut what, tb, 60);
+                }
+                Err(what)
+            }
+        };
+    }
+    message::parse_handshake(v).map_err(|e| format!("the handshake breaks the protocol: {e}"))
+}
+
+/// Appends the last `max` lines of a traceback, one per line, indented.
+fn push_traceback(message: &mut String, traceback: &str, max: usize) {
+    let lines: Vec<&str> = traceback.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(max)..];
+    if tail.len() < lines.len() {
+        message.push_str("\ntraceback (last lines):");
+    } else {
+        message.push_str("\ntraceback:");
+    }
+    for l in tail {
+        message.push_str("\n  ");
+        message.push_str(l);
+    }
+}
+
+/// `step 17` etc.
+fn describe(request: &Request, steps: u64) -> String {
+    match request {
+        Request::Handshake => "handshake".to_string(),
+        Request::Upgrade => "upgrade to lockstep/2".to_string(),
+        Request::Create => "create (an env instance)".to_string(),
+        Request::Fork => "fork (a worker)".to_string(),
+        Request::EndFork => "end_fork".to_string(),
+        Request::Reset(seed) => format!("reset (seed {seed})"),
+        Request::Step(n) => format!("step {n}"),
+        Request::State => format!("state (after step {steps})"),
+        Request::Close => "close".to_string(),
+    }
+}
+
+/// The first 200 characters of an offending line, for messages.
+fn excerpt(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let mut out: String = text.chars().take(200).collect();
+    if text.chars().count() > 200 {
+        out.push_str("...");
+    }
+    format!("{out:?}")
+}
+
+/// Kills and reaps the child, then names the request, the step, the fault and stderr's tail.
+fn fatal_error(
+    child: &mut Child,
+    command: &str,
+    request: &Request,
+    steps: u64,
+    what: &str,
+) -> EnvError {
+    child.kill();
+    // The pid tells which of several children failed (and finds its traces in system logs);
+    // it makes the error text differ between runs, which only an erroring trial shows.
+    let mut message = format!(
+        "env process `{command}` (pid {}): {}: {what}",
+        child.id(),
+        describe(request, steps)
+    );
+    let tail = child.stderr_tail();
+    if tail.is_empty() {
+        message.push_str("\n(stderr was empty)");
+    } else {
+        message.push_str(&format!("\nlast {} stderr lines:", tail.len()));
+        for line in tail {
+            message.push_str("\n  | ");
+            message.push_str(&line);
+        }
+    }
+    EnvError::new(message)
+}
+
+impl Env for ProcessEnv {
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    /// The declared contract, when the env names its fields; otherwise the audit infers one.
+    fn contract(&self) -> Option<lockstep::contract::Contract> {
+        let c = &self.handshake.contract;
+        let fields = c.fields.clone()?;
+        lockstep::contract::Contract::new(
+            c.name.clone(),
+            u32::try_from(c.version).ok()?,
+            lockstep::contract::ProfileName::Python,
+            vec![lockstep::contract::Layer {
+                name: "state".into(),
+                fields,
+                probe: None,
+            }],
+        )
+        .ok()
+    }
+
+    fn reset(&mut self, seed: u64, options: &Value) -> Result<&Transition, EnvError> {
+        self.check_usable()?;
+        let command = self.command.clone();
+        self.steps = 0;
+        self.started = true;
+        self.transition_request(Request::Reset(seed), |buf, id| {
+            message::write_reset(buf, id, seed, options).map_err(|e| {
+                EnvError::new(format!(
+                    "env process `{command}`: reset options cannot be sent: {e}"
+                ))
+            })
+        })
+    }
+
+    fn step(&mut self, actions: &Actions) -> Result<&Transition, EnvError> {
+        self.check_usable()?;
+        if !self.started {
+            return Err(EnvError::new(format!(
+                "env process `{}`: step before the first reset",
+                self.command
+            )));
+        }
+        let n = self.steps + 1;
+        let spec = self.spec.clone();
+        self.transition_request(Request::Step(n), |buf, id| {
+            message::write_step(buf, id, actions, &spec);
+            Ok(())
+        })?;
+        self.steps = n;
+        Ok(&self.transition)
+    }
+
+    fn state(&mut self) -> Result<Value, EnvError> {
+        self.check_usable()?;
+        let value = self.exchange(&Request::State, |buf, id| {
+            message::write_op(buf, id, "state");
+            Ok(())
+        })?;
+        let map = self.answer(&Request::State, &value)?;
+        match message::read_state(map) {
+            Ok(state) => Ok(state),
+            Err(e) => Err(self.fail(
+                &Request::State,
+                &format!("the answer breaks the protocol: {e}"),
+            )),
+        }
+    }
+
+    fn close(&mut self) -> Result<(), EnvError> {
+        if self.closed {
+            return Ok(());
+        }
+        if self.dead.is_none() {
+            self.dead = lock(&self.conn).dead.clone();
+        }
+        if let Some(e) = &self.dead {
+            self.closed = true;
+            return Err(e.clone());
+        }
+        let result = self
+            .exchange(&Request::Close, |buf, id| {
+                message::write_op(buf, id, "close");
+                Ok(())
+            })
+            .and_then(|v| self.answer(&Request::Close, &v).map(|_| ()));
+        self.closed = true;
+        if self.instance.is_some() {
+            // One instance of a shared child: the child lives on until its last user is gone.
+            return result;
+        }
+        let finished = lock(&self.conn).child.finish(self.options.request_timeout);
+        match finished {
+            Some(status) if !status.success() && result.is_ok() => Err(EnvError::new(format!(
+                "env process `{}` (pid {}): close: the process ended with {status}",
+                self.command, self.pid
+            ))),
+            None if result.is_ok() => Err(EnvError::new(format!(
+                "env process `{}` (pid {}): close: the process did not exit within {} and was killed",
+                self.command,
+                self.pid,
+                show_duration(self.options.request_timeout)
+            ))),
+            _ => result,
+        }
+    }
+}
+
+/// Builds [`ProcessEnv`]s: each `make()` starts a fresh child from `argv`. A trial makes its
+/// instances through [`ProcessEnvFactory::session`] instead (through
+/// [`EnvFactory::session`]), which hosts them in one child when the child offers `lockstep/2`.
+#[derive(Debug)]
+pub struct ProcessEnvFactory {
+    pub argv: Vec<String>,
+    pub options: ProcessOptions,
+    /// Children of the other-process check started so far (numbers their `PYTHONHASHSEED`).
+    other_processes: AtomicU64,
+    /// Children started in all (for tests and reports of what a run cost).
+    started: AtomicU64,
+}
+
+impl ProcessEnvFactory {
+    /// A factory for `argv` (program first, no shell) with the given options.
+    pub fn new(argv: Vec<String>, options: ProcessOptions) -> ProcessEnvFactory {
+        ProcessEnvFactory {
+            argv,
+            options,
+            other_processes: AtomicU64::new(0),
+            started: AtomicU64::new(0),
+        }
+    }
+
+    /// Starts one child and reads its handshake, typed (for callers that want
+    /// [`ProcessEnv::contract`] or [`ProcessEnv::steps`]).
+    pub fn spawn(&self) -> Result<ProcessEnv, EnvError> {
+        self.spawn_with_hash_seed(0)
+    }
+
+    /// Starts a child as the other-process check does: like [`Self::spawn`], but with its own
+    /// `PYTHONHASHSEED` (1 for the first, 2 for the next, ...) when
+    /// [`ProcessOptions::vary_python_hash_seed`] is set.
+    pub fn spawn_other_process(&self) -> Result<ProcessEnv, EnvError> {
+        let n = self.other_processes.fetch_add(1, Ordering::Relaxed) + 1;
+        self.spawn_with_hash_seed(n)
+    }
+
+    /// How many children this factory (and its sessions) started.
+    pub fn children_started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+
+    fn hash_seed_env(&self, hash_seed: u64) -> Vec<(String, String)> {
+        let mut extra = Vec::new();
+        if self.options.vary_python_hash_seed
+            && !self.options.env.iter().any(|(k, _)| k == "PYTHONHASHSEED")
+        {
+            extra.push(("PYTHONHASHSEED".to_string(), hash_seed.to_string()));
+        }
+        extra
+    }
+
+    fn spawn_with_hash_seed(&self, hash_seed: u64) -> Result<ProcessEnv, EnvError> {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        ProcessEnv::spawn_with_env(&self.argv, &self.options, &self.hash_seed_env(hash_seed))
+    }
+
+    /// A factory for one trial: every instance it makes lives in one child when the child
+    /// offers `lockstep/2` (else each is a child of its own, as with [`Self::spawn`]). The child
+    /// starts at the first `make()` and ends when the session and its instances are dropped; a
+    /// child that failed is replaced by a fresh one at the next `make()`. A session must never
+    /// outlive its trial: a child shared by two trials would make a verdict depend on how
+    /// trials were scheduled.
+    pub fn session(&self) -> ProcessSession<'_> {
+        ProcessSession {
+            factory: self,
+            host: Mutex::new(None),
+        }
+    }
+}
+
+/// A `lockstep/2` child hosting a session's instances.
+struct Host {
+    conn: Shared,
+    pid: u32,
+    handshake: Handshake,
+    /// Whether instance 0 (the one the handshake describes) was handed out.
+    first_taken: bool,
+}
+
+/// The instances of one trial, in one child: see [`ProcessEnvFactory::session`].
+pub struct ProcessSession<'a> {
+    factory: &'a ProcessEnvFactory,
+    host: Mutex<Option<Host>>,
+}
+
+impl ProcessSession<'_> {
+    fn make_env(&self) -> Result<ProcessEnv, EnvError> {
+        let f = self.factory;
+        let command = display_argv(&f.argv);
+        let mut host = self
+            .host
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if host.as_ref().is_some_and(|h| lock(&h.conn).dead.is_some()) {
+            *host = None;
+        }
+        if host.is_none() {
+            f.started.fetch_add(1, Ordering::Relaxed);
+            let (mut conn, handshake) = start(&f.argv, &f.options, &f.hash_seed_env(0))?;
+            let pid = conn.child.id();
+            if !handshake.offers_v2() {
+                // A lockstep/1 child hosts one env: this instance is its own child.
+                let conn = Arc::new(Mutex::new(conn));
+                return Ok(ProcessEnv::instance(
+                    conn, pid, None, command, &f.options, handshake,
+                ));
+            }
+            control(
+                &mut conn,
+                &command,
+                &f.options,
+                &Request::Upgrade,
+                message::write_upgrade,
+            )?;
+            *host = Some(Host {
+                conn: Arc::new(Mutex::new(conn)),
+                pid,
+                handshake,
+                first_taken: false,
+            });
+        }
+        let h = host.as_mut().expect("set above");
+        let number = if h.first_taken {
+            let mut conn = lock(&h.conn);
+            let map = control(
+                &mut conn,
+                &command,
+                &f.options,
+                &Request::Create,
+                |buf, id| message::write_op(buf, id, "create"),
+            )?;
+            message::read_instance(&map).map_err(|e| {
+                let what = format!("the answer breaks the protocol: {e}");
+                let e = fatal_error(&mut conn.child, &command, &Request::Create, 0, &what);
+                conn.dead = Some(e.clone());
+                e
+            })?
+        } else {
+            h.first_taken = true;
+            0
+        };
+        Ok(ProcessEnv::instance(
+            Arc::clone(&h.conn),
+            h.pid,
+            Some(number),
+            command,
+            &f.options,
+            h.handshake.clone(),
+        ))
+    }
+}
+
+impl EnvFactory for ProcessSession<'_> {
+    fn id(&self) -> String {
+        self.factory.id()
+    }
+
+    fn make(&self) -> Result<Box<dyn Env>, EnvError> {
+        Ok(Box::new(self.make_env()?))
+    }
+
+    fn forker(&self) -> Option<&dyn Forker> {
+        Some(self.factory)
+    }
+}
+
+impl EnvFactory for ProcessEnvFactory {
+    fn id(&self) -> String {
+        display_argv(&self.argv)
+    }
+
+    fn make(&self) -> Result<Box<dyn Env>, EnvError> {
+        Ok(Box::new(self.spawn()?))
+    }
+
+    fn session(&self) -> Option<Box<dyn EnvFactory + '_>> {
+        Some(Box::new(ProcessEnvFactory::session(self)))
+    }
+
+    fn forker(&self) -> Option<&dyn Forker> {
+        Some(self)
+    }
+}
+
+/// The forked-workers check: a fresh child plays the seed, then the warm-up seeds, then forks
+/// (`lockstep/2`'s `fork` op); in the fork a new instance plays the seed again. A child that
+/// does not offer `lockstep/2` with `"fork": true` cannot fork: `Ok(None)`.
+impl Forker for ProcessEnvFactory {
+    fn fork_runs(
+        &self,
+        seed: u64,
+        warm_up: &[u64],
+        steps: u64,
+        opts: &RolloutOptions,
+    ) -> Result<Option<(Recorded, Recorded)>, String> {
+        let session = self.session();
+        let mut env = session.make_env().map_err(|e| e.to_string())?;
+        if env.instance.is_none() || !env.handshake.fork {
+            return Ok(None);
+        }
+        let reference = trace::rollout(&mut env, seed, steps, opts).map_err(|e| e.to_string())?;
+        let plain = RolloutOptions {
+            capture: None,
+            ..opts.clone()
+        };
+        for &s in warm_up {
+            trace::rollout(&mut env, s, steps, &plain).map_err(|e| e.to_string())?;
+        }
+        let command = display_argv(&self.argv);
+        let op = |request: Request, name: &'static str| -> Result<(), String> {
+            let mut conn = lock(&env.conn);
+            control(&mut conn, &command, &self.options, &request, |buf, id| {
+                message::write_op(buf, id, name)
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        };
+        op(Request::Fork, "fork")?;
+        // The fork now serves the pipes: this instance is created in it.
+        let mut worker = session.make_env().map_err(|e| e.to_string())?;
+        let forked = trace::rollout(&mut worker, seed, steps, opts).map_err(|e| e.to_string());
+        let ended = op(Request::EndFork, "end_fork");
+        let forked = forked?;
+        ended?;
+        Ok(Some((reference, forked)))
+    }
+}
+
+/// The other-process check for an external env: each run is a rollout of a fresh child (a new
+/// interpreter, and with [`ProcessOptions::vary_python_hash_seed`] another string-hash salt),
+/// recorded by this process. Reset options are JSON null, as for every [`ProcessRunner`].
+impl ProcessRunner for ProcessEnvFactory {
+    fn run(
+        &self,
+        _env: &str,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Recorded, String> {
+        let mut env = self.spawn_other_process().map_err(|e| e.to_string())?;
+        let opts = RolloutOptions {
+            capture,
+            ..RolloutOptions::default()
+        };
+        let recorded = trace::rollout(&mut env, seed, steps, &opts).map_err(|e| e.to_string());
+        let closed = env.close();
+        let recorded = recorded?;
+        closed.map_err(|e| e.to_string())?;
+        Ok(recorded)
+    }
+}

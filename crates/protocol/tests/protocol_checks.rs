@@ -1,0 +1,320 @@
+//! lockstep's replay checks (same seed, other seed, interleaved, other process, parallel
+//! workers) on envs served by the Python adapter: real envs pass all five; each broken fixture
+//! is caught by the check that should catch it, at the right step, agent and key.
+
+mod protocol_common;
+
+use lockstep::check::{run_check, run_checks, CheckConfig, CheckKind, CheckOutcome};
+use lockstep_protocol::ProcessEnvFactory;
+use protocol_common::{adapter_argv, factory, options, require};
+
+fn all_pass(f: &ProcessEnvFactory, steps: u64) -> Vec<CheckOutcome> {
+    let cfg = CheckConfig::new(7, steps);
+    let outcomes = run_checks(&CheckKind::ALL, f, &cfg, Some(f)).unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+    outcomes
+}
+
+#[test]
+fn cartpole_passes_every_check() {
+    require(&["gymnasium"]);
+    let outcomes = all_pass(&factory(&["gymnasium", "CartPole-v1"]), 200);
+    // The other-seed check says where seeds 7 and 8 part: at the reset.
+    let other = outcomes
+        .iter()
+        .find(|o| o.check == CheckKind::OtherSeed)
+        .unwrap();
+    assert_eq!(other.divergence.as_ref().unwrap().step, 0);
+}
+
+/// Honest envs pass every check with a trial's instances in one child (issue 10, "Done when").
+#[test]
+fn acrobot_frozenlake_blackjack_pass_every_check_in_one_child() {
+    require(&["gymnasium"]);
+    for env in ["Acrobot-v1", "FrozenLake-v1", "Blackjack-v1"] {
+        let f = factory(&["gymnasium", env]);
+        let session = f.session();
+        let outcomes = run_checks(
+            &CheckKind::ALL,
+            &session,
+            &CheckConfig::new(7, 100),
+            Some(&f),
+        )
+        .unwrap();
+        for o in &outcomes {
+            assert!(o.passed, "{env}: {:?}: {}", o.check, o.summary);
+        }
+    }
+}
+
+/// Issue 10 item 5: PettingZoo AEC (turn-based) envs failed with an AttributeError about
+/// `parallel_env`. tictactoe_v3 is served one acting agent per step, its action mask
+/// honoured, and passes every check that applies (it has no randomness: the other-seed check
+/// does not apply to it).
+#[test]
+fn pettingzoo_aec_tictactoe_passes_every_check_that_applies() {
+    use lockstep::env::EnvFactory;
+    require(&["pettingzoo"]);
+    let f = factory(&["pettingzoo", "pettingzoo.classic.tictactoe_v3"]);
+    let session = f.session();
+    let kinds = [
+        CheckKind::SameSeed,
+        CheckKind::Interleaved,
+        CheckKind::OtherProcess,
+        CheckKind::ParallelWorkers,
+    ];
+    let outcomes = run_checks(&kinds, &session, &CheckConfig::new(3, 100), Some(&f)).unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+    // One agent acts at a time; the game ends with every agent done.
+    let mut env = session.make().unwrap();
+    let first = env.reset(3, &lockstep_canon::Value::Null).unwrap().clone();
+    assert_eq!(first.agents.keys().collect::<Vec<_>>(), ["player_1"]);
+    assert!(first.agents["player_1"].obs.contains_key("action_mask"));
+    let mut sampler = lockstep::actions::ActionSampler::new(3, env.spec());
+    let mut t = first;
+    let mut steps = 0;
+    while !t.is_done() {
+        assert_eq!(t.agents.len(), 1, "one acting agent at step {steps}");
+        let actions = sampler.sample(&t);
+        t = env.step(&actions).unwrap().clone();
+        steps += 1;
+        assert!(steps <= 9, "a game of tic-tac-toe has at most 9 moves");
+    }
+    assert_eq!(t.agents.len(), 2, "the last transition holds both players");
+}
+
+#[test]
+fn pendulum_passes_every_check() {
+    require(&["gymnasium"]);
+    all_pass(&factory(&["gymnasium", "Pendulum-v1"]), 200);
+}
+
+#[test]
+fn pettingzoo_simple_spread_passes_every_check() {
+    require(&["pettingzoo", "mpe2"]);
+    all_pass(&factory(&["pettingzoo", "mpe2.simple_spread_v3"]), 50);
+}
+
+fn walker(bug: Option<&str>) -> ProcessEnvFactory {
+    let kwargs = bug.map_or("{}".to_string(), |b| format!("{{\"bug\": \"{b}\"}}"));
+    ProcessEnvFactory::new(
+        adapter_argv(&[
+            "factory",
+            "lockstep_adapter.testing:walker",
+            "--kwargs",
+            &kwargs,
+        ]),
+        options(),
+    )
+}
+
+/// Runs `kind` on the walker with `bug` and returns (step, agent, key) of the divergence.
+fn caught(bug: &str, kind: CheckKind) -> (u64, String, String) {
+    let f = walker(Some(bug));
+    let o = run_check(kind, &f, &CheckConfig::new(5, 60), Some(&f)).unwrap();
+    assert!(!o.passed, "{bug}: {kind:?} passed: {}", o.summary);
+    let d = o.divergence.expect("a failure carries its divergence");
+    (
+        d.step,
+        d.agent().unwrap_or("").to_string(),
+        d.key().to_string(),
+    )
+}
+
+fn at(step: u64, key: &str) -> (u64, String, String) {
+    (step, "agent".to_string(), key.to_string())
+}
+
+#[test]
+fn correct_walker_passes_every_check() {
+    require(&["gymnasium"]);
+    all_pass(&walker(None), 60);
+}
+
+#[test]
+fn global_numpy_rng_fails_same_seed_at_step_1() {
+    require(&["gymnasium"]);
+    assert_eq!(caught("global_rng", CheckKind::SameSeed), at(1, "pos"));
+}
+
+#[test]
+fn state_kept_across_reset_fails_same_seed_at_the_reset() {
+    require(&["gymnasium"]);
+    assert_eq!(caught("leaky_reset", CheckKind::SameSeed), at(0, "tick"));
+}
+
+#[test]
+fn wall_clock_in_info_fails_same_seed_at_step_1() {
+    require(&["gymnasium"]);
+    assert_eq!(caught("wall_clock", CheckKind::SameSeed), at(1, "info"));
+}
+
+#[test]
+fn hash_order_passes_in_one_process_and_fails_other_process_at_step_5() {
+    require(&["gymnasium"]);
+    let f = walker(Some("hash_seed"));
+    let same = run_check(CheckKind::SameSeed, &f, &CheckConfig::new(5, 60), Some(&f)).unwrap();
+    assert!(same.passed, "{}", same.summary);
+    assert_eq!(caught("hash_seed", CheckKind::OtherProcess), at(5, "info"));
+}
+
+/// Issue 10 item 10: every child got its own PYTHONHASHSEED, so a set-order bug failed
+/// "interleaved" and "parallel" although the env shares nothing between instances. Only the
+/// other-process check varies the hash seed.
+#[test]
+fn hash_order_fails_only_the_process_check() {
+    require(&["gymnasium"]);
+    let f = walker(Some("hash_seed"));
+    let cfg = CheckConfig::new(5, 60);
+    for kind in [
+        CheckKind::SameSeed,
+        CheckKind::Interleaved,
+        CheckKind::ParallelWorkers,
+    ] {
+        let o = run_check(kind, &f, &cfg, Some(&f)).unwrap();
+        assert!(o.passed, "{kind:?}: {}", o.summary);
+    }
+    let o = run_check(CheckKind::OtherProcess, &f, &cfg, Some(&f)).unwrap();
+    assert!(!o.passed, "{}", o.summary);
+}
+
+#[test]
+fn late_divergence_fails_same_seed_at_step_40() {
+    require(&["gymnasium"]);
+    assert_eq!(caught("late", CheckKind::SameSeed), at(40, "pos"));
+}
+
+/// A child that dies mid-check is a check error naming the step and the child's stderr.
+#[test]
+fn a_crash_is_a_check_error_not_a_verdict() {
+    require(&["gymnasium"]);
+    let f = walker(Some("crash"));
+    let err = run_check(CheckKind::SameSeed, &f, &CheckConfig::new(5, 60), Some(&f))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("step 5"), "{err}");
+    assert!(err.contains("walker: aborting at step 5"), "{err}");
+}
+
+/// Issue 10: state shared by instances in one process (a process-global `random` seeded at
+/// reset; a class-level cache) passed every check while each instance was its own process.
+/// Under lockstep/2 the interleaved check hosts its instances in one child and catches both,
+/// at the step, agent and key; the same-seed check still passes them (each rollout reseeds or
+/// refills what it uses).
+#[test]
+fn process_global_random_and_class_cache_fail_the_interleaved_check() {
+    require(&["gymnasium"]);
+    for bug in ["process_random", "class_cache"] {
+        let f = walker(Some(bug));
+        let session = f.session();
+        let cfg = CheckConfig::new(5, 60);
+        let same = run_check(CheckKind::SameSeed, &session, &cfg, Some(&f)).unwrap();
+        assert!(same.passed, "{bug}: {}", same.summary);
+        let o = run_check(CheckKind::Interleaved, &session, &cfg, Some(&f)).unwrap();
+        assert!(!o.passed, "{bug}: {}", o.summary);
+        let d = o.divergence.expect("a failure carries its divergence");
+        assert_eq!(
+            (d.step, d.agent().unwrap_or(""), d.key()),
+            (1, "agent", "pos"),
+            "{bug}: {}",
+            o.summary
+        );
+        let p = run_check(CheckKind::ParallelWorkers, &session, &cfg, Some(&f)).unwrap();
+        assert!(!p.passed, "{bug}: parallel: {}", p.summary);
+        drop(session);
+        assert_eq!(f.children_started(), 1, "{bug}: one child for the session");
+    }
+}
+
+/// The honest walker passes every check with every instance in one child.
+#[test]
+fn correct_walker_passes_every_check_in_one_child() {
+    require(&["gymnasium"]);
+    let f = walker(None);
+    let session = f.session();
+    let outcomes = run_checks(
+        &CheckKind::ALL,
+        &session,
+        &CheckConfig::new(7, 60),
+        Some(&f),
+    )
+    .unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+    drop(session);
+    // The session's child, and the other-process check's.
+    assert_eq!(f.children_started(), 2);
+}
+
+/// Issue 10 item 2: the forked-workers check. An env whose new instances read a module RNG
+/// that earlier episodes advanced replays a seed differently in a worker forked from a warm
+/// process; the check catches it at the reset, on `pos`. Honest envs pass; a child that
+/// cannot fork (lockstep/1 only) is reported as not applicable, never as passed.
+#[test]
+fn a_module_rng_advanced_by_earlier_episodes_fails_the_fork_check() {
+    require(&["gymnasium"]);
+    let cfg = CheckConfig::new(5, 60);
+    let f = walker(Some("module_rng"));
+    let session = f.session();
+    let same = run_check(CheckKind::SameSeed, &session, &cfg, Some(&f)).unwrap();
+    assert!(same.passed, "{}", same.summary);
+    let o = run_check(CheckKind::ForkedWorkers, &session, &cfg, Some(&f)).unwrap();
+    assert!(o.applicable && !o.passed, "{}", o.summary);
+    let d = o.divergence.expect("a failure carries its divergence");
+    assert_eq!(
+        (d.step, d.agent().unwrap_or(""), d.key()),
+        (0, "agent", "pos"),
+        "{}",
+        o.summary
+    );
+
+    for good in [walker(None), factory(&["gymnasium", "CartPole-v1"])] {
+        let session = good.session();
+        let o = run_check(CheckKind::ForkedWorkers, &session, &cfg, Some(&good)).unwrap();
+        assert!(o.applicable && o.passed, "{}", o.summary);
+    }
+
+    let v1 = ProcessEnvFactory::new(
+        protocol_common::module_argv("lockstep_adapter.faults", &["ok", "3"]),
+        options(),
+    );
+    let session = v1.session();
+    let o = run_check(CheckKind::ForkedWorkers, &session, &cfg, Some(&v1)).unwrap();
+    assert!(!o.applicable && !o.passed, "{}", o.summary);
+}
+
+/// Issue 10 item 8: Text observations (MiniGrid's `mission`, a `MissionSpace`) were refused at
+/// the handshake. They travel as their UTF-8 bytes (a uint8 array), so a changed mission shows
+/// in the trace; a walker with a Text observation passes every check.
+#[test]
+fn text_observations_are_served_as_utf8_bytes() {
+    use lockstep::env::EnvFactory;
+    require(&["gymnasium"]);
+    let f = ProcessEnvFactory::new(
+        adapter_argv(&["factory", "lockstep_adapter.testing:mission_walker"]),
+        options(),
+    );
+    let session = f.session();
+    let mut env = session.make().unwrap();
+    let t = env.reset(4, &lockstep_canon::Value::Null).unwrap();
+    let mission = &t.agents["agent"].obs["mission"];
+    let bytes = mission.to_le_bytes();
+    let text = String::from_utf8(bytes).expect("UTF-8");
+    assert_eq!(text.split(' ').count(), 3, "{text:?}");
+    env.close().unwrap();
+    let outcomes = run_checks(
+        &CheckKind::ALL,
+        &session,
+        &CheckConfig::new(4, 30),
+        Some(&f),
+    )
+    .unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+}
