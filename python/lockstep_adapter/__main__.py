@@ -30,10 +30,22 @@ def parse_args(argv):
     p.add_argument("--state", help="module:function(env) returning the contracted state (a dict)")
     p.add_argument("--fields", default="", help="comma-separated state fields: attributes of the unwrapped env read by the default state, or the declared fields of --state")
     p.add_argument("--contract", help='JSON {"name", "version", "fields"} overriding the declared reset contract')
+    p.add_argument(
+        "--seedless",
+        action="store_true",
+        help="declare that the env has no randomness: lockstep reports its other-seed check as not applicable",
+    )
     return p.parse_args(argv)
 
 
 def make_served(args):
+    served = _make_served(args)
+    if args.seedless:
+        served.seedless = True
+    return served
+
+
+def _make_served(args):
     kwargs = json.loads(args.kwargs)
     if not isinstance(kwargs, dict):
         raise ValueError("--kwargs must be a JSON object")

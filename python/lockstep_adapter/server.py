@@ -46,6 +46,9 @@ class Served:
         self.fields = list(fields or [])
         self.state_fn = state_fn
         self.contract = contract
+        # An env without randomness may declare it (attribute `lockstep_seedless = True` on the
+        # unwrapped env, or the adapter's --seedless): the handshake says `"seedless": true`.
+        self.seedless = bool(getattr(getattr(env, "unwrapped", env), "lockstep_seedless", False))
         self.agents = sorted(self._action_spaces())
         self.action_spaces = self._action_spaces()
         self.obs_spaces = self._observation_spaces()
@@ -118,6 +121,9 @@ class Served:
             "upgrades": [PROTOCOL_V2],
             # lockstep/2's fork op (the forked-workers check) needs os.fork (Unix).
             "fork": hasattr(os, "fork"),
+            # An env without randomness says so (docs/replay.md): its other-seed check is then
+            # not applicable. Declared by the env object or by `--seedless`.
+            "seedless": bool(self.seedless),
         }
 
     def declared_fields(self):

@@ -277,3 +277,51 @@ fn issue9_other_seed_judges_on_several_seeds() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
     assert!(text(&o.stdout).contains("n/a "), "{}", text(&o.stdout));
 }
+
+/// Issue 9: an env without randomness (CliffWalking-v1) ignores its seed legitimately; it can
+/// declare so in its handshake (the adapter's `--seedless`), and the other-seed check is then
+/// not applicable, while undeclared it still fails.
+#[test]
+fn issue9_an_external_env_declares_itself_seedless_in_its_handshake() {
+    let python = std::env::var("LOCKSTEP_PYTHON")
+        .expect("LOCKSTEP_PYTHON names the test venv's python (./scripts/test sets it)");
+    let adapter = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../python");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "replay",
+            "--checks",
+            "other",
+            "--steps",
+            "20",
+            "--cmd",
+            "--",
+            python.as_str(),
+            "-m",
+            "lockstep_adapter",
+            "gymnasium",
+            "CliffWalking-v1",
+        ];
+        args.extend_from_slice(extra);
+        bin()
+            .args(&args)
+            .env("PYTHONPATH", &adapter)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    assert!(text(&o.stdout).contains("gave identical episodes"));
+    let o = run(&["--seedless"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stdout).contains("n/a  other_seed"),
+        "{}",
+        text(&o.stdout)
+    );
+}

@@ -93,6 +93,9 @@ pub struct Handshake {
     pub upgrades: Vec<String>,
     /// Whether the child can fork a worker (`lockstep/2`'s `fork` op; handshake `"fork"`).
     pub fork: bool,
+    /// The env declares that it has no randomness (handshake `"seedless": true`): its
+    /// other-seed check is not applicable (docs/replay.md).
+    pub seedless: bool,
 }
 
 impl Handshake {
@@ -354,6 +357,11 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("/fork", "`fork` is not a boolean")),
     };
+    let seedless = match map.get("seedless") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("/seedless", "`seedless` is not a boolean")),
+    };
     Ok(Handshake {
         env_id,
         config,
@@ -361,6 +369,7 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         contract,
         upgrades,
         fork,
+        seedless,
     })
 }
 

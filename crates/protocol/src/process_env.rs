@@ -503,6 +503,10 @@ impl Env for ProcessEnv {
         &self.spec
     }
 
+    fn seedless(&self) -> bool {
+        self.handshake.seedless
+    }
+
     /// The declared contract, when the env names its fields; otherwise the audit infers one.
     fn contract(&self) -> Option<lockstep::contract::Contract> {
         let c = &self.handshake.contract;
