@@ -75,10 +75,14 @@ def _served_class(env):
     if not hasattr(env, "possible_agents"):
         return server.GymnasiumServed
     try:
-        from pettingzoo import AECEnv
+        from pettingzoo import AECEnv, ParallelEnv
     except ImportError:
         return server.ParallelServed
-    return server.AECServed if isinstance(getattr(env, "unwrapped", env), AECEnv) else server.ParallelServed
+    # The object itself decides: a parallel wrapper of an AEC env (aec_to_parallel) unwraps to
+    # the AEC env, but speaks the parallel API.
+    if isinstance(env, ParallelEnv):
+        return server.ParallelServed
+    return server.AECServed if isinstance(env, AECEnv) else server.ParallelServed
 
 
 def main(argv=None):
