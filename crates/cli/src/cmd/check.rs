@@ -67,6 +67,10 @@ pub struct Args {
         default_value = "same,other,interleaved,process,parallel"
     )]
     checks: Vec<String>,
+    /// Show every trial on the terminal, one block per failing trial, instead of failures
+    /// grouped across seeds.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 /// Parses `N` (0..N) or `A..B` (half-open).
@@ -239,7 +243,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let replay = |t: &Trial, failed: &[&str]| replay_command(&workers, &args, t, failed);
     // The results are printed before the report is written: a write that fails at the end
     // must not lose them.
-    crate::output::print(&crate::render::summary_text(&report, &replay))?;
+    crate::output::print(&crate::render::summary_text(&report, &replay, args.verbose))?;
     write_report(&report, &args.out)?;
     crate::output::print(&format!(
         "report: {}\n",
@@ -257,8 +261,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }))
 }
 
-/// The command that replays a trial's failed checks (TigerBeetle's habit: every failure ends
-/// with it), with every flag that decides the result.
+/// The command that replays a trial's failed checks (every failure ends with it), with every
+/// flag that decides the result; with no check named, the `lockstep check` of that one seed,
+/// which re-runs its reset-contract audit.
 fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) -> Option<String> {
     let e = workers.envs.iter().find(|e| e.id == t.env)?;
     // The env's flags first, its command after `--` last.
@@ -268,6 +273,9 @@ fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) ->
         .position(|a| a == "--")
         .unwrap_or(e.args.len());
     let (flags, argv) = e.args.split_at(split);
+    if failed.is_empty() {
+        return Some(audit_command(args, e, t.seed, flags, argv));
+    }
     let mut words = vec!["lockstep".to_string(), "replay".to_string()];
     words.extend(flags.iter().cloned());
     words.extend([
@@ -286,6 +294,38 @@ fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) ->
     }
     words.extend(argv.iter().cloned());
     Some(crate::shell::join(&words))
+}
+
+/// `lockstep check` of one env and seed, the replay of a failed reset-contract audit.
+fn audit_command(
+    args: &Args,
+    e: &WorkerEnv,
+    seed: u64,
+    flags: &[String],
+    argv: &[String],
+) -> String {
+    let mut words = vec!["lockstep".to_string(), "check".to_string()];
+    // A built-in env is named by itself (`check` takes env names, not `--env`).
+    match flags {
+        [env_flag, id] if env_flag == "--env" => words.push(id.clone()),
+        _ => words.extend(flags.iter().cloned()),
+    }
+    words.extend([
+        "--seeds".to_string(),
+        format!("{seed}..{}", seed + 1),
+        "--steps".to_string(),
+        args.steps.to_string(),
+    ]);
+    if e.seedless {
+        let name = if flags.first().is_some_and(|f| f == "--cmd") {
+            "cmd".to_string()
+        } else {
+            e.id.clone()
+        };
+        words.extend(["--seedless".to_string(), name]);
+    }
+    words.extend(argv.iter().cloned());
+    crate::shell::join(&words)
 }
 
 /// Creates `dir` if needed and proves a file can be written in it.
