@@ -2,18 +2,18 @@
 //! then the failures, each said once in words. Stable when not a terminal (no colour, no
 //! widths from the terminal).
 //!
-//! Failures are grouped: a fault usually shows on every seed, and one block per (env, check)
-//! with the seeds listed reads in seconds where one block per trial scrolled for pages. The
-//! terminal never shows JSON: report.json and `--json` are for programs.
+//! Failures are grouped across seeds (`lockstep::report::failure_groups`, as report.html
+//! groups them). The terminal never shows JSON: report.json and `--json` are for programs.
 
 use std::fmt::Write;
 
-use lockstep::report::{AuditRecord, CheckOutcome, Report, Tally, Trial, CHECK_NAMES};
+use lockstep::report::{
+    failure_groups, seed_list, AuditRecord, CheckOutcome, FailureKind, Report, Tally, Trial,
+    CHECK_NAMES,
+};
 use serde_json::Value;
 
-/// Gives the command that replays a trial's failed checks (named), when there is one; with no
-/// checks named, the command that re-runs the trial's reset-contract audit.
-pub type ReplayCommand<'a> = dyn Fn(&Trial, &[&str]) -> Option<String> + 'a;
+pub use lockstep::report::ReplayCommand;
 
 /// How much of a group's detail the terminal shows: the rest is in report.json.
 const MAX_VARIANTS: usize = 3;
@@ -102,154 +102,56 @@ fn table(report: &Report) -> String {
 /// One block per env and kind of failure (environment error, reset contract, each replay
 /// check), in report order, each listing its seeds and ending with a replay command.
 fn grouped_blocks(out: &mut String, report: &Report, replay: &ReplayCommand<'_>) {
-    for env in &report.params.envs {
-        let failing: Vec<&Trial> = report
-            .trials
-            .iter()
-            .filter(|t| &t.env == env && !t.passed())
-            .collect();
-        if failing.is_empty() {
-            continue;
-        }
-        let errored: Vec<&Trial> = failing
-            .iter()
-            .copied()
-            .filter(|t| t.error.is_some())
-            .collect();
-        if !errored.is_empty() {
-            let _ = writeln!(
-                out,
-                "\nERROR {env}: environment error, {}",
-                seed_list(&errored)
-            );
-            variants(
-                out,
-                &errored,
-                |t| t.error.clone().unwrap_or_default(),
-                |t| error_lines(t.error.as_deref().unwrap_or_default()),
-            );
-        }
-
-        let broken: Vec<&Trial> = failing
-            .iter()
-            .copied()
-            .filter(|t| t.audit.as_ref().is_some_and(|a| !a.conforms))
-            .collect();
-        if !broken.is_empty() {
-            let _ = writeln!(out, "\nFAIL {env}: reset contract, {}", seed_list(&broken));
-            variants(
-                out,
-                &broken,
-                |t| audit_key(t.audit.as_ref()),
-                |t| t.audit.as_ref().map(audit_lines).unwrap_or_default(),
-            );
-            replay_line(out, &broken, &[], replay);
-        }
-
-        for name in CHECK_NAMES {
-            let with: Vec<(&Trial, &CheckOutcome)> = failing
-                .iter()
-                .filter_map(|t| {
-                    t.checks
-                        .iter()
-                        .find(|c| c.check == name && c.applicable && !c.passed)
-                        .map(|c| (*t, c))
-                })
-                .collect();
-            if with.is_empty() {
-                continue;
+    for g in failure_groups(report) {
+        let (word, what) = match g.kind {
+            FailureKind::Error => ("ERROR", "environment error".to_string()),
+            FailureKind::ResetContract => ("FAIL", "reset contract".to_string()),
+            FailureKind::Check(name) => ("FAIL", format!("{name} check")),
+        };
+        let _ = writeln!(out, "\n{word} {}: {what}, {}", g.env, seed_list(&g.trials));
+        let lines_of = |t: &Trial| -> Vec<String> {
+            match g.kind {
+                FailureKind::Error => error_lines(t.error.as_deref().unwrap_or_default()),
+                FailureKind::ResetContract => t.audit.as_ref().map(audit_lines).unwrap_or_default(),
+                FailureKind::Check(name) => t
+                    .checks
+                    .iter()
+                    .find(|c| c.check == name)
+                    .map(check_lines)
+                    .unwrap_or_default(),
             }
-            let trials: Vec<&Trial> = with.iter().map(|(t, _)| *t).collect();
-            let _ = writeln!(out, "\nFAIL {env}: {name} check, {}", seed_list(&trials));
-            let outcome = |t: &Trial| t.checks.iter().find(|c| c.check == name).cloned();
-            variants(
-                out,
-                &trials,
-                |t| check_key(outcome(t).as_ref()),
-                |t| outcome(t).as_ref().map(check_lines).unwrap_or_default(),
-            );
-            replay_line(out, &trials, &[name], replay);
+        };
+        for ts in g.variants.iter().take(MAX_VARIANTS) {
+            let mut lines = lines_of(ts[0]).into_iter();
+            if let Some(first) = lines.next() {
+                let _ = writeln!(out, "  seed {}: {first}", ts[0].seed);
+            }
+            for line in lines {
+                let _ = writeln!(out, "    {line}");
+            }
+            if ts.len() > 1 {
+                let _ = writeln!(
+                    out,
+                    "  {}: the same, with their own values",
+                    seed_list(&ts[1..])
+                );
+            }
         }
-    }
-}
-
-/// Prints the explanation of a group once, for its first trial; then, for the trials that fail
-/// at the same place (same key) only the seeds; the trials that fail elsewhere each get their
-/// own explanation, up to [`MAX_VARIANTS`].
-fn variants(
-    out: &mut String,
-    trials: &[&Trial],
-    key_of: impl Fn(&Trial) -> String,
-    lines_of: impl Fn(&Trial) -> Vec<String>,
-) {
-    // Key -> trials that give it, in report order.
-    let mut groups: Vec<(String, Vec<&Trial>)> = Vec::new();
-    for t in trials {
-        let key = key_of(t);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, ts)) => ts.push(t),
-            None => groups.push((key, vec![t])),
-        }
-    }
-    for (_, ts) in groups.iter().take(MAX_VARIANTS) {
-        let mut lines = lines_of(ts[0]).into_iter();
-        if let Some(first) = lines.next() {
-            let _ = writeln!(out, "  seed {}: {first}", ts[0].seed);
-        }
-        for line in lines {
-            let _ = writeln!(out, "    {line}");
-        }
-        if ts.len() > 1 {
+        if g.variants.len() > MAX_VARIANTS {
+            let rest: Vec<&Trial> = g.variants[MAX_VARIANTS..]
+                .iter()
+                .flat_map(|ts| ts.iter().copied())
+                .collect();
             let _ = writeln!(
                 out,
-                "  {}: the same, with their own values",
-                seed_list(&ts[1..])
+                "  {}: fail elsewhere (`check -v` or report.json says where)",
+                seed_list(&rest)
             );
         }
-    }
-    if groups.len() > MAX_VARIANTS {
-        let rest: Vec<&Trial> = groups[MAX_VARIANTS..]
-            .iter()
-            .flat_map(|(_, ts)| ts.iter().copied())
-            .collect();
-        let _ = writeln!(
-            out,
-            "  {}: fail elsewhere (`check -v` or report.json says where)",
-            seed_list(&rest)
-        );
-    }
-}
-
-/// Where a check failed, values aside: the step and the site (kind, agent, key).
-fn check_key(c: Option<&CheckOutcome>) -> String {
-    let Some(c) = c else {
-        return String::new();
-    };
-    match &c.divergence {
-        Some(d) => {
-            let word = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
-            // Not the detail nor the note: whether a re-run reproduced a race (and so could
-            // name the element) is chance, not another failure.
-            format!(
-                "{} {} {} {}",
-                d.get("step").and_then(Value::as_u64).unwrap_or(0),
-                word(d.pointer("/site/kind")),
-                word(d.pointer("/site/agent")),
-                word(d.pointer("/site/key")),
-            )
+        if g.kind != FailureKind::Error {
+            replay_line(out, &g.trials, &g.checks(), replay);
         }
-        None => c.summary.clone(),
     }
-}
-
-/// What a failed audit found, values aside: which fields differ, are missing or unexpected.
-fn audit_key(a: Option<&AuditRecord>) -> String {
-    a.map_or_else(String::new, |a| {
-        format!(
-            "{:?} {:?} {:?}",
-            a.different_fields, a.missing, a.unexpected
-        )
-    })
 }
 
 /// Each error of a trial on its own line (the suite joins them with newlines).
@@ -365,43 +267,6 @@ fn trial_block(out: &mut String, t: &Trial, replay: &ReplayCommand<'_>) {
     }
 }
 
-/// `seed 3` or `seeds 0, 1, 2 (3 of 5)`-style lists, runs of consecutive seeds as `A-B`.
-fn seed_list(trials: &[&Trial]) -> String {
-    let seeds: Vec<u64> = trials.iter().map(|t| t.seed).collect();
-    match seeds.len() {
-        1 => format!("seed {}", seeds[0]),
-        _ => format!("seeds {}", seeds_text(&seeds)),
-    }
-}
-
-fn seeds_text(seeds: &[u64]) -> String {
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for &s in seeds {
-        match runs.last_mut() {
-            Some((_, hi)) if s == *hi + 1 => *hi = s,
-            _ => runs.push((s, s)),
-        }
-    }
-    let parts: Vec<String> = runs
-        .iter()
-        .map(|&(lo, hi)| match hi - lo {
-            0 => lo.to_string(),
-            1 => format!("{lo}, {hi}"),
-            _ => format!("{lo}-{hi}"),
-        })
-        .collect();
-    const MAX_PARTS: usize = 12;
-    if parts.len() > MAX_PARTS {
-        format!(
-            "{} and {} more",
-            parts[..MAX_PARTS].join(", "),
-            parts.len() - MAX_PARTS
-        )
-    } else {
-        parts.join(", ")
-    }
-}
-
 /// A JSON value in words: scalars as written, containers by their size (report.json holds
 /// them in full).
 fn value_words(v: &Value) -> String {
@@ -427,14 +292,6 @@ fn short(hex: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seed_runs_are_compressed() {
-        assert_eq!(seeds_text(&[0, 1, 2, 3, 4]), "0-4");
-        assert_eq!(seeds_text(&[0, 1, 5, 7, 8, 9]), "0, 1, 5, 7-9");
-        let many: Vec<u64> = (0..40).map(|i| i * 2).collect();
-        assert!(seeds_text(&many).ends_with("and 28 more"));
-    }
 
     #[test]
     fn containers_are_described_not_dumped() {

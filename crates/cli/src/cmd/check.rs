@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use lockstep::golden::Golden;
-use lockstep::report::{render_html, Report, RunParams, Shard, Trial};
+use lockstep::report::{render_html_with, ReplayCommand, Report, RunParams, Shard, Trial};
 use lockstep::suite::{parse_checks, run_isolated, shard_work, SuiteOptions};
 
 use crate::envs::{EnvSource, ExternalEnvArgs};
@@ -244,7 +244,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The results are printed before the report is written: a write that fails at the end
     // must not lose them.
     crate::output::print(&crate::render::summary_text(&report, &replay, args.verbose))?;
-    write_report(&report, &args.out)?;
+    write_report(&report, &args.out, &replay)?;
     crate::output::print(&format!(
         "report: {}\n",
         args.out.join("report.html").display()
@@ -266,6 +266,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// which re-runs its reset-contract audit.
 fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) -> Option<String> {
     let e = workers.envs.iter().find(|e| e.id == t.env)?;
+    Some(replay_of(e, args.steps, args.rollouts, t, failed))
+}
+
+/// The replay commands of a report read back (`report merge`): built-in envs only, from the
+/// report's parameters. The report does not record `--rollouts`, `--seedless` or an external
+/// command's flags, so the commands are those of a run at their defaults.
+pub fn replay_from_report(report: &Report) -> impl Fn(&Trial, &[&str]) -> Option<String> + '_ {
+    move |t, failed| {
+        crate::envs::resolve(&t.env).ok()?;
+        let e = WorkerEnv {
+            id: t.env.clone(),
+            args: vec!["--env".to_string(), t.env.clone()],
+            seedless: false,
+        };
+        Some(replay_of(&e, report.params.steps, None, t, failed))
+    }
+}
+
+fn replay_of(
+    e: &WorkerEnv,
+    steps: u64,
+    rollouts: Option<usize>,
+    t: &Trial,
+    failed: &[&str],
+) -> String {
     // The env's flags first, its command after `--` last.
     let split = e
         .args
@@ -274,7 +299,7 @@ fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) ->
         .unwrap_or(e.args.len());
     let (flags, argv) = e.args.split_at(split);
     if failed.is_empty() {
-        return Some(audit_command(args, e, t.seed, flags, argv));
+        return audit_command(steps, e, t.seed, flags, argv);
     }
     let mut words = vec!["lockstep".to_string(), "replay".to_string()];
     words.extend(flags.iter().cloned());
@@ -282,23 +307,23 @@ fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) ->
         "--seed".to_string(),
         t.seed.to_string(),
         "--steps".to_string(),
-        args.steps.to_string(),
+        steps.to_string(),
         "--checks".to_string(),
         failed.join(","),
     ]);
-    if let Some(r) = args.rollouts {
+    if let Some(r) = rollouts {
         words.extend(["--rollouts".to_string(), r.to_string()]);
     }
     if e.seedless {
         words.push("--seedless".to_string());
     }
     words.extend(argv.iter().cloned());
-    Some(crate::shell::join(&words))
+    crate::shell::join(&words)
 }
 
 /// `lockstep check` of one env and seed, the replay of a failed reset-contract audit.
 fn audit_command(
-    args: &Args,
+    steps: u64,
     e: &WorkerEnv,
     seed: u64,
     flags: &[String],
@@ -314,7 +339,7 @@ fn audit_command(
         "--seeds".to_string(),
         format!("{seed}..{}", seed + 1),
         "--steps".to_string(),
-        args.steps.to_string(),
+        steps.to_string(),
     ]);
     if e.seedless {
         let name = if flags.first().is_some_and(|f| f == "--cmd") {
@@ -339,13 +364,13 @@ fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes report.json and report.html into `dir`, each atomically.
-pub fn write_report(report: &Report, dir: &Path) -> anyhow::Result<()> {
+/// Writes report.json and report.html (with `replay`'s commands) into `dir`, each atomically.
+pub fn write_report(report: &Report, dir: &Path, replay: &ReplayCommand<'_>) -> anyhow::Result<()> {
     let json = dir.join("report.json");
     lockstep::atomic_file::write_atomic(&json, &report.to_json())
         .with_context(|| format!("cannot write {}", json.display()))?;
     let html = dir.join("report.html");
-    lockstep::atomic_file::write_atomic(&html, render_html(report).as_bytes())
+    lockstep::atomic_file::write_atomic(&html, render_html_with(report, replay).as_bytes())
         .with_context(|| format!("cannot write {}", html.display()))?;
     Ok(())
 }
