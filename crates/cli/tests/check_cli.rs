@@ -421,6 +421,30 @@ fn goldens_are_verified_in_the_report() {
     assert!(text.contains("drifted at step 20"), "{text}");
 }
 
+/// Issue 12: `check --help` names the envs it takes and its exit codes.
+#[test]
+fn help_lists_every_env_and_the_exit_codes() {
+    let help = stdout(&lockstep(&["check", "--help"]));
+    let o = lockstep(&["trace", "--env", "no-such-env"]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let known = err.split("known envs: ").nth(1).expect("the list of envs");
+    for name in known.trim().split(", ") {
+        let shown = match name.split_once(':') {
+            Some(("fixture", fault)) => {
+                help.contains(&format!(" {fault},"))
+                    || help.contains(&format!(" {fault}\n"))
+                    || help.contains(&format!(", {fault}"))
+            }
+            Some(("range", scenario)) => help.contains(scenario),
+            _ => help.contains(name),
+        };
+        assert!(shown, "{name} is not in check --help:\n{help}");
+    }
+    for line in ["Exit status:", "  0  ", "  1  ", "  2  ", "--cmd -- ARGV"] {
+        assert!(help.contains(line), "{line}:\n{help}");
+    }
+}
+
 #[test]
 fn bad_usage_is_an_error_with_exit_2() {
     let out = out_dir("usage");

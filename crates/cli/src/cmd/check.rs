@@ -26,14 +26,39 @@ pub const DEFAULT_ENVS: [&str; 4] = [
     "range:ot_stuxnet",
 ];
 
+/// The names `check` accepts and its exit status, under its options in `--help`. A test
+/// (check_cli.rs) holds it to the list of built-in envs.
+const AFTER_HELP: &str = "\
+Environments (ENVS):
+  experiment, experiment:partial-reset
+      the reset-contract experiment env: a complete reset, or a partial one that keeps a cache
+  fixture, fixture:<fault>
+      a correct env, and faulty ones each check must catch; <fault> is one of global-rng,
+      wall-clock, hash-order, sticky-cache, stale-info, late-divergence, seedless, drift,
+      level-up, coin-flips, constant
+  range:<scenario>[:<preset>][?key=value&...]
+      the built-in network-defence range; <scenario> is ransomware, apt_espionage,
+      cloud_hybrid, iot_grid or ot_stuxnet, <preset> easy, medium or hard
+      (e.g. range:ransomware:medium?max_ticks=25; docs/range.md)
+  webtask, webtask:partial-reset
+      the experiment on real systems: HTTP server, SQLite, headless Chromium (docs/layers.md)
+  --cmd -- ARGV...
+      any other env, served over the lockstep protocol by ARGV (docs/protocol.md)
+
+Exit status:
+  0  every check and golden passes
+  1  a check or golden fails (the report says where)
+  2  a usage error, or an environment error (the report keeps what was gathered)";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Environments to check (see `lockstep replay --help` for names). Default: the seed-000
-    /// experiment env and range:ransomware, range:apt_espionage, range:ot_stuxnet.
+    /// Environments to check (names below). Default: the reset-contract experiment env and
+    /// range:ransomware, range:apt_espionage, range:ot_stuxnet.
     envs: Vec<String>,
     #[command(flatten)]
     external: ExternalEnvArgs,
-    /// Seeds: a count N (seeds 0..N) or a half-open range A..B.
+    /// RNG seeds, one trial each: a count N (seeds 0..N) or a half-open range A..B.
     #[arg(long, default_value = "0..5")]
     seeds: String,
     /// Steps per rollout.

@@ -25,6 +25,7 @@ enum Sub {
         /// Environment name (e.g. `fixture`).
         #[arg(long)]
         env: String,
+        /// The RNG seed the episode is reset with.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Steps after the reset (fewer when the episode ends first).
@@ -33,6 +34,7 @@ enum Sub {
         /// Changelog date, YYYY-MM-DD (default: today, UTC).
         #[arg(long)]
         date: Option<String>,
+        /// The golden file to write (JSON, docs/golden.md); it must not exist yet.
         file: PathBuf,
     },
     /// Re-run the env and compare with the golden file (exit 0 same, 1 diverged).
@@ -40,6 +42,7 @@ enum Sub {
         /// Env to verify (default: the env id recorded in the file).
         #[arg(long)]
         env: Option<String>,
+        /// The golden file to verify (it names its env, seed and steps).
         file: PathBuf,
     },
     /// Re-record a golden file, appending the reason to its changelog.
@@ -53,6 +56,7 @@ enum Sub {
         /// Changelog date, YYYY-MM-DD (default: today, UTC).
         #[arg(long)]
         date: Option<String>,
+        /// The golden file to re-record in place (written atomically).
         file: PathBuf,
     },
 }
