@@ -28,5 +28,5 @@ def test_console_script_exit_codes_and_its_process_check(tmp_path):
     assert report["trials"][0]["checks"][0]["check"] == "process" and report["passed"]
     failing = run("check", "fixture:global-rng", "--seeds", "1", "--steps", "20", "--checks", "interleaved", "--out", str(tmp_path))
     assert failing.returncode == 1, failing.stderr.decode()
-    assert b"FAIL fixture:global-rng seed 0" in failing.stdout
+    assert b"FAIL fixture:global-rng: interleaved check, seed 0" in failing.stdout
     assert run("bogus").returncode == 2

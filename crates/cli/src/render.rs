@@ -1,15 +1,63 @@
-//! Plain-text rendering of a check report for the terminal: a compact table, then every
-//! failure explained. Stable when not a terminal (no colour, no widths from the terminal).
+//! Plain-text rendering of a check report for the terminal: a compact table with a legend,
+//! then the failures, each said once in words. Stable when not a terminal (no colour, no
+//! widths from the terminal).
+//!
+//! Failures are grouped across seeds (`lockstep::report::failure_groups`, as report.html
+//! groups them). The terminal never shows JSON: report.json and `--json` are for programs.
 
 use std::fmt::Write;
 
-use lockstep::report::{Report, Tally, Trial, CHECK_NAMES};
+use lockstep::report::{
+    failure_groups, seed_list, AuditRecord, CheckOutcome, FailureKind, Report, Tally, Trial,
+    CHECK_NAMES,
+};
+use serde_json::Value;
 
-/// Gives the command that replays a trial's failed checks (named), when there is one.
-pub type ReplayCommand<'a> = dyn Fn(&Trial, &[&str]) -> Option<String> + 'a;
+pub use lockstep::report::ReplayCommand;
 
-/// The summary table and failure explanations.
-pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>) -> String {
+/// How much of a group's detail the terminal shows: the rest is in report.json.
+const MAX_VARIANTS: usize = 3;
+const MAX_CHANGES: usize = 3;
+
+/// What each column of the summary table counts, one line under it.
+const LEGEND: &str = "columns: conformity = starting state after reset(seed) is the same on a fresh instance and after an episode; success = task outcome, for envs that report one; same = one seed twice on one instance; other = other seeds give other episodes; interleaved = seeds stepped in turn; process = a fresh process; parallel = parallel threads; goldens = golden files reproduced";
+
+/// The summary table and the failures: grouped across seeds, or one block per trial with
+/// `verbose` (every trial, passing ones on one line each).
+pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>, verbose: bool) -> String {
+    let mut out = table(report);
+    let _ = writeln!(out, "{LEGEND}");
+    if verbose {
+        for t in &report.trials {
+            trial_block(&mut out, t, replay);
+        }
+    } else {
+        grouped_blocks(&mut out, report, replay);
+    }
+    if !report.goldens.is_empty() {
+        let reproduced = report.goldens.iter().filter(|g| g.passed).count();
+        let _ = writeln!(
+            out,
+            "\ngoldens: {reproduced}/{} reproduced",
+            report.goldens.len()
+        );
+    }
+    for g in report.goldens.iter().filter(|g| !g.passed) {
+        let _ = writeln!(out, "\nFAIL golden {}: {}", g.file, g.summary);
+    }
+    let errors: u64 = report.summary.iter().map(|s| s.errors).sum();
+    let verdict = if errors > 0 {
+        format!("{errors} trial(s) hit an environment error: their results are incomplete")
+    } else if report.passed {
+        "all checks pass".to_string()
+    } else {
+        "some checks fail".to_string()
+    };
+    let _ = writeln!(out, "\n{verdict}");
+    out
+}
+
+fn table(report: &Report) -> String {
     let checks: Vec<&str> = CHECK_NAMES
         .iter()
         .copied()
@@ -48,78 +96,189 @@ pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>) -> String {
             .collect();
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
     }
+    out
+}
 
-    for t in report.trials.iter().filter(|t| !t.passed()) {
-        let _ = writeln!(out, "\nFAIL {} seed {}", t.env, t.seed);
-        if let Some(e) = &t.error {
-            let _ = writeln!(out, "  error: {e}");
-        }
-        if let Some(a) = t.audit.as_ref().filter(|a| !a.conforms) {
-            let _ = writeln!(
-                out,
-                "  reset contract: starting fingerprint {} -> {}",
-                short(a.initial_fingerprint.as_deref()),
-                short(a.repeat_fingerprint.as_deref())
-            );
-            if !a.different_fields.is_empty() {
-                let _ = writeln!(out, "  different fields: {}", a.different_fields.join(", "));
+/// One block per env and kind of failure (environment error, reset contract, each replay
+/// check), in report order, each listing its seeds and ending with a replay command.
+fn grouped_blocks(out: &mut String, report: &Report, replay: &ReplayCommand<'_>) {
+    for g in failure_groups(report) {
+        let (word, what) = match g.kind {
+            FailureKind::Error => ("ERROR", "environment error".to_string()),
+            FailureKind::ResetContract => ("FAIL", "reset contract".to_string()),
+            FailureKind::Check(name) => ("FAIL", format!("{name} check")),
+        };
+        let _ = writeln!(out, "\n{word} {}: {what}, {}", g.env, seed_list(&g.trials));
+        let lines_of = |t: &Trial| -> Vec<String> {
+            match g.kind {
+                FailureKind::Error => error_lines(t.error.as_deref().unwrap_or_default()),
+                FailureKind::ResetContract => t.audit.as_ref().map(audit_lines).unwrap_or_default(),
+                FailureKind::Check(name) => t
+                    .checks
+                    .iter()
+                    .find(|c| c.check == name)
+                    .map(check_lines)
+                    .unwrap_or_default(),
             }
-            for p in &a.missing {
-                let _ = writeln!(out, "  missing field {p}");
+        };
+        for ts in g.variants.iter().take(MAX_VARIANTS) {
+            let mut lines = lines_of(ts[0]).into_iter();
+            if let Some(first) = lines.next() {
+                let _ = writeln!(out, "  seed {}: {first}", ts[0].seed);
             }
-            for p in &a.unexpected {
-                let _ = writeln!(out, "  unexpected field {p}");
+            for line in lines {
+                let _ = writeln!(out, "    {line}");
             }
-            for c in &a.changes {
-                let get = |k: &str| c.get(k).cloned().unwrap_or(serde_json::Value::Null);
+            if ts.len() > 1 {
                 let _ = writeln!(
                     out,
-                    "    {} {}: {} -> {}",
-                    get("kind").as_str().unwrap_or("changed"),
-                    get("pointer").as_str().unwrap_or(""),
-                    compact(&get("before")),
-                    compact(&get("after"))
+                    "  {}: the same, with their own values",
+                    seed_list(&ts[1..])
                 );
             }
         }
-        for c in t.checks.iter().filter(|c| !c.passed && c.applicable) {
-            let _ = writeln!(out, "  {} check: {}", c.check, c.summary);
-            if let Some(d) = &c.divergence {
-                let _ = writeln!(out, "    {}", compact(d));
-            }
+        if g.variants.len() > MAX_VARIANTS {
+            let rest: Vec<&Trial> = g.variants[MAX_VARIANTS..]
+                .iter()
+                .flat_map(|ts| ts.iter().copied())
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {}: fail elsewhere (`check -v` or report.json says where)",
+                seed_list(&rest)
+            );
         }
-        // TigerBeetle's habit: every failure ends with the command that replays it.
-        let failed: Vec<&str> = t
-            .checks
-            .iter()
-            .filter(|c| !c.passed && c.applicable)
-            .map(|c| c.check.as_str())
-            .collect();
-        if let Some(cmd) = (!failed.is_empty()).then(|| replay(t, &failed)).flatten() {
-            let _ = writeln!(out, "  replay: {cmd}");
+        if g.kind != FailureKind::Error {
+            replay_line(out, &g.trials, &g.checks(), replay);
         }
     }
-    if !report.goldens.is_empty() {
-        let reproduced = report.goldens.iter().filter(|g| g.passed).count();
-        let _ = writeln!(
-            out,
-            "goldens: {reproduced}/{} reproduced",
-            report.goldens.len()
-        );
+}
+
+/// Each error of a trial on its own line (the suite joins them with newlines).
+fn error_lines(error: &str) -> Vec<String> {
+    error.lines().map(|l| format!("error: {l}")).collect()
+}
+
+fn audit_lines(a: &AuditRecord) -> Vec<String> {
+    let mut lines = vec![
+        "after an episode, reset(seed) does not give the state a fresh instance starts in"
+            .to_string(),
+    ];
+    if a.initial_fingerprint != a.repeat_fingerprint {
+        lines.push(format!(
+            "fingerprint {} on a fresh instance, {} after the reset",
+            short(a.initial_fingerprint.as_deref()),
+            short(a.repeat_fingerprint.as_deref())
+        ));
     }
-    for g in report.goldens.iter().filter(|g| !g.passed) {
-        let _ = writeln!(out, "\nFAIL golden {}: {}", g.file, g.summary);
+    if !a.different_fields.is_empty() {
+        lines.push(format!(
+            "different fields: {}",
+            a.different_fields.join(", ")
+        ));
     }
-    let errors: u64 = report.summary.iter().map(|s| s.errors).sum();
-    let verdict = if errors > 0 {
-        format!("{errors} trial(s) hit an environment error: their results are incomplete")
-    } else if report.passed {
-        "all checks pass".to_string()
-    } else {
-        "some checks fail".to_string()
-    };
-    let _ = writeln!(out, "\n{verdict}");
-    out
+    for p in &a.missing {
+        lines.push(format!("missing field {p}"));
+    }
+    for p in &a.unexpected {
+        lines.push(format!("unexpected field {p}"));
+    }
+    for c in a.changes.iter().take(MAX_CHANGES) {
+        let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
+        lines.push(format!(
+            "{} {}: {} -> {}",
+            get("kind").as_str().unwrap_or("changed"),
+            get("pointer").as_str().unwrap_or(""),
+            value_words(&get("before")),
+            value_words(&get("after"))
+        ));
+    }
+    if a.changes.len() > MAX_CHANGES {
+        lines.push(format!(
+            "(+{} more changes in report.json)",
+            a.changes.len() - MAX_CHANGES
+        ));
+    }
+    lines
+}
+
+fn check_lines(c: &CheckOutcome) -> Vec<String> {
+    let mut lines = vec![c.summary.clone()];
+    if let Some(note) = c
+        .divergence
+        .as_ref()
+        .and_then(|d| d.get("note"))
+        .and_then(Value::as_str)
+    {
+        lines.push(format!("note: {note}"));
+    }
+    lines
+}
+
+/// `replay: CMD` for the group's first trial, naming the other seeds it also replays.
+fn replay_line(out: &mut String, trials: &[&Trial], checks: &[&str], replay: &ReplayCommand<'_>) {
+    let Some(first) = trials.first() else { return };
+    if let Some(cmd) = replay(first, checks) {
+        let _ = writeln!(out, "  replay: {cmd}");
+        if trials.len() > 1 {
+            let _ = writeln!(
+                out,
+                "  (for {}: the same command with that seed)",
+                seed_list(&trials[1..])
+            );
+        }
+    }
+}
+
+/// Every failure of one trial, as before grouping (`check -v`); a passing trial on one line.
+fn trial_block(out: &mut String, t: &Trial, replay: &ReplayCommand<'_>) {
+    if t.passed() {
+        let _ = writeln!(out, "ok   {} seed {}", t.env, t.seed);
+        return;
+    }
+    let _ = writeln!(out, "\nFAIL {} seed {}", t.env, t.seed);
+    if let Some(e) = &t.error {
+        for line in error_lines(e) {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    if let Some(a) = t.audit.as_ref().filter(|a| !a.conforms) {
+        for line in audit_lines(a) {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    let failed: Vec<&CheckOutcome> = t
+        .checks
+        .iter()
+        .filter(|c| !c.passed && c.applicable)
+        .collect();
+    for c in &failed {
+        let mut lines = check_lines(c).into_iter();
+        if let Some(first) = lines.next() {
+            let _ = writeln!(out, "  {} check: {first}", c.check);
+        }
+        for line in lines {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+    let names: Vec<&str> = failed.iter().map(|c| c.check.as_str()).collect();
+    if let Some(cmd) = (!names.is_empty()).then(|| replay(t, &names)).flatten() {
+        let _ = writeln!(out, "  replay: {cmd}");
+    }
+}
+
+/// A JSON value in words: scalars as written, containers by their size (report.json holds
+/// them in full).
+fn value_words(v: &Value) -> String {
+    match v {
+        Value::Array(a) => format!("a list of {} item(s)", a.len()),
+        Value::Object(o) => format!("an object with {} key(s)", o.len()),
+        Value::String(s) if s.chars().count() > 60 => {
+            let cut: String = s.chars().take(57).collect();
+            format!("{:?}...", cut)
+        }
+        other => other.to_string(),
+    }
 }
 
 fn cell(t: Tally) -> String {
@@ -130,13 +289,21 @@ fn short(hex: Option<&str>) -> String {
     hex.map_or_else(|| "-".to_string(), |h| h.chars().take(16).collect())
 }
 
-/// One-line JSON, cut to keep the terminal readable (the report keeps everything).
-fn compact(v: &serde_json::Value) -> String {
-    let s = serde_json::to_string(v).unwrap_or_default();
-    if s.chars().count() > 160 {
-        let cut: String = s.chars().take(157).collect();
-        format!("{cut}...")
-    } else {
-        s
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containers_are_described_not_dumped() {
+        assert_eq!(
+            value_words(&serde_json::json!({"a": 1})),
+            "an object with 1 key(s)"
+        );
+        assert_eq!(
+            value_words(&serde_json::json!([1, 2])),
+            "a list of 2 item(s)"
+        );
+        assert_eq!(value_words(&serde_json::json!(null)), "null");
+        assert_eq!(value_words(&serde_json::json!("x")), "\"x\"");
     }
 }

@@ -84,6 +84,19 @@ fn default_run_passes_and_writes_a_valid_report() {
     assert_valid_report(&out.join("report.json"));
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("id=\"summary\""));
+    // Issue 12: passing range trials stored their full states, 4.5 MB in all.
+    let size = std::fs::metadata(out.join("report.json")).unwrap().len();
+    assert!(size < 1_000_000, "report.json is {size} bytes");
+    // Success only where the env reports it: the experiment env does, the range does not.
+    let success_of = |env: &str| {
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(env))
+            .unwrap_or_else(|| panic!("no row {env}:\n{text}"));
+        row.split_whitespace().nth(3).unwrap().to_string()
+    };
+    assert_eq!(success_of("experiment"), "5/5", "{text}");
+    assert_eq!(success_of("range:ot_stuxnet"), "-", "{text}");
 }
 
 #[test]
@@ -101,7 +114,10 @@ fn partial_reset_is_explained_by_the_cache_field() {
     );
     let text = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{text}");
-    assert!(text.contains("FAIL experiment:partial-reset seed 0"));
+    assert!(
+        text.contains("FAIL experiment:partial-reset: reset contract, seeds 0, 1"),
+        "{text}"
+    );
     assert!(text.contains("different fields: cache"), "{text}");
     assert!(text.contains("changed /cache: null -> 0"), "{text}");
     let report: serde_json::Value =
@@ -123,28 +139,28 @@ fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
         (
             "fixture:global-rng",
             "interleaved",
-            "step 1, agent blue, obs noise",
+            "step 1, agent \"blue\", obs key \"noise\"",
         ),
         (
             "fixture:hash-order",
             "process",
-            "step 0, agent blue, obs hosts",
+            "step 0, agent \"blue\", obs key \"hosts\"",
         ),
         ("fixture:wall-clock", "process", "step 5, logs: line 2"),
         (
             "fixture:sticky-cache",
             "same",
-            "step 0, agent blue, obs seen",
+            "step 0, agent \"blue\", obs key \"seen\"",
         ),
         (
             "fixture:stale-info",
             "same",
-            "step 1, agent blue, info: /episode_return",
+            "step 1, agent \"blue\", info: /episode_return",
         ),
         (
             "fixture:late-divergence",
             "same",
-            "step 51, agent blue, obs tick",
+            "step 51, agent \"blue\", obs key \"tick\"",
         ),
         ("fixture:seedless", "other", "gave identical episodes"),
     ];
@@ -153,11 +169,19 @@ fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
         let o = check(&[env, "--seeds", "1", "--steps", "60"], &out);
         let text = stdout(&o);
         assert_eq!(o.status.code(), Some(1), "{env} must fail:\n{text}");
-        let line = text
+        // The block's header names the env, the check and the seeds; the explanation follows.
+        let mut lines = text
             .lines()
-            .find(|l| l.trim_start().starts_with(&format!("{failing} check:")))
-            .unwrap_or_else(|| panic!("{env}: no failing {failing} check in\n{text}"));
-        assert!(line.contains(explanation), "{env}: {line}");
+            .skip_while(|l| *l != format!("FAIL {env}: {failing} check, seed 0"));
+        assert!(
+            lines.next().is_some(),
+            "{env}: no failing {failing} check in\n{text}"
+        );
+        let line = lines.next().unwrap_or_default();
+        assert!(
+            line.starts_with("  seed 0: ") && line.contains(explanation),
+            "{env}: {line}"
+        );
         assert!(
             text.contains(&format!(
                 "replay: lockstep replay --env {env} --seed 0 --steps 60"
@@ -186,6 +210,82 @@ fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
             "{env}: the timeline marks the first divergent step"
         );
     }
+}
+
+/// Issue 12: this run printed 586 lines, the same failure once per seed, each with a JSON
+/// blob. Grouped across seeds it fits a screen, in words, each block ending with its replay.
+#[test]
+fn failures_are_grouped_across_seeds_in_words() {
+    let out = out_dir("grouped");
+    let envs = [
+        "experiment:partial-reset",
+        "fixture:global-rng",
+        "fixture:sticky-cache",
+    ];
+    let mut args = envs.to_vec();
+    args.extend_from_slice(&["--jobs", "1"]);
+    let o = check(&args, &out);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    let lines = text.lines().count();
+    assert!(lines < 60, "{lines} lines:\n{text}");
+    assert!(!text.contains("{\""), "no JSON on the terminal:\n{text}");
+    assert!(
+        text.contains("\ncolumns: conformity = "),
+        "a legend:\n{text}"
+    );
+    for (env, block) in [
+        ("experiment:partial-reset", "reset contract"),
+        ("experiment:partial-reset", "same check"),
+        ("fixture:global-rng", "interleaved check"),
+        ("fixture:sticky-cache", "same check"),
+    ] {
+        let header = format!("FAIL {env}: {block}, seeds 0-4");
+        assert_eq!(text.matches(&header).count(), 1, "{header}:\n{text}");
+        // The block ends with the replay of its first seed, naming the others.
+        let rest: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != header)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        let n = rest.len();
+        assert!(
+            rest[n - 2].starts_with("  replay: lockstep ") && rest[n - 2].contains(env),
+            "{header}: {rest:?}"
+        );
+        assert_eq!(
+            rest[n - 1],
+            "  (for seeds 1-4: the same command with that seed)"
+        );
+    }
+    assert!(text.contains(
+        "replay: lockstep replay --env fixture:global-rng --seed 0 --steps 200 --checks interleaved"
+    ));
+    assert!(
+        text.contains("replay: lockstep check experiment:partial-reset --seeds 0..1 --steps 200")
+    );
+    // The note of a re-run is said in words, not left inside a blob.
+    assert!(text.contains("    note: "), "{text}");
+
+    // -v: every trial, one block per failing trial, one line per passing one.
+    args.push("-v");
+    let o = check(&args, &out_dir("grouped-v"));
+    let verbose = stdout(&o);
+    for env in envs {
+        for seed in 0..5 {
+            assert!(
+                verbose.contains(&format!("\nFAIL {env} seed {seed}\n")),
+                "{env} {seed}:\n{verbose}"
+            );
+        }
+    }
+    assert!(!verbose.contains("{\""), "no JSON with -v either");
+    let o = check(
+        &["fixture", "--seeds", "2", "--steps", "5", "-v"],
+        &out_dir("ok-v"),
+    );
+    let passing = stdout(&o);
+    assert!(passing.contains("ok   fixture seed 1"), "{passing}");
 }
 
 #[test]
@@ -319,6 +419,30 @@ fn goldens_are_verified_in_the_report() {
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(text.contains("FAIL golden"), "{text}");
     assert!(text.contains("drifted at step 20"), "{text}");
+}
+
+/// Issue 12: `check --help` names the envs it takes and its exit codes.
+#[test]
+fn help_lists_every_env_and_the_exit_codes() {
+    let help = stdout(&lockstep(&["check", "--help"]));
+    let o = lockstep(&["trace", "--env", "no-such-env"]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let known = err.split("known envs: ").nth(1).expect("the list of envs");
+    for name in known.trim().split(", ") {
+        let shown = match name.split_once(':') {
+            Some(("fixture", fault)) => {
+                help.contains(&format!(" {fault},"))
+                    || help.contains(&format!(" {fault}\n"))
+                    || help.contains(&format!(", {fault}"))
+            }
+            Some(("range", scenario)) => help.contains(scenario),
+            _ => help.contains(name),
+        };
+        assert!(shown, "{name} is not in check --help:\n{help}");
+    }
+    for line in ["Exit status:", "  0  ", "  1  ", "  2  ", "--cmd -- ARGV"] {
+        assert!(help.contains(line), "{line}:\n{help}");
+    }
 }
 
 #[test]

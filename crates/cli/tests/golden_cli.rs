@@ -72,7 +72,10 @@ fn record_verify_change_update() {
     let o = lockstep(&["golden", "verify", "--env", "fixture:drift", f], true);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("step 20, agent blue, reward: golden"), "{out}");
+    assert!(
+        out.contains("step 20, agent \"blue\", reward: golden"),
+        "{out}"
+    );
     assert!(!pending.exists(), "CI is set: nothing written");
     // Locally: a pending file, and the last line is the command to run next.
     let o = lockstep(&["golden", "verify", "--env", "fixture:drift", f], false);

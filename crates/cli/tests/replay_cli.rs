@@ -46,7 +46,7 @@ fn each_faulty_fixture_fails_the_right_checks() {
         (
             "fixture:global-rng",
             &["interleaved", "parallel_workers"],
-            "step 1, agent blue, obs noise",
+            "step 1, agent \"blue\", obs key \"noise\"",
         ),
         (
             "fixture:wall-clock",
@@ -66,17 +66,17 @@ fn each_faulty_fixture_fails_the_right_checks() {
                 "other_process",
                 "parallel_workers",
             ],
-            "step 0, agent blue, obs hosts",
+            "step 0, agent \"blue\", obs key \"hosts\"",
         ),
         (
             "fixture:sticky-cache",
             &["same_seed"],
-            "step 0, agent blue, obs seen",
+            "step 0, agent \"blue\", obs key \"seen\"",
         ),
         (
             "fixture:stale-info",
             &["same_seed"],
-            "step 1, agent blue, info: /episode_return changed",
+            "step 1, agent \"blue\", info: /episode_return changed",
         ),
         (
             "fixture:late-divergence",
@@ -86,7 +86,7 @@ fn each_faulty_fixture_fails_the_right_checks() {
                 "other_process",
                 "parallel_workers",
             ],
-            "step 51, agent blue, obs tick",
+            "step 51, agent \"blue\", obs key \"tick\"",
         ),
         (
             "fixture:seedless",

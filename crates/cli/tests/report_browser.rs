@@ -89,6 +89,33 @@ fn rendered_report_shows_summary_and_diff() {
         dom.contains("<code>/cache</code>"),
         "the diff names the cache field"
     );
+    // Issue 12: failures first and grouped, the first divergence a table (never JSON text), a
+    // copyable replay command, SVG timelines with a step axis, passing trials collapsed.
+    assert!(
+        dom.find("id=\"failures\"") < dom.find("id=\"passing\""),
+        "failures before passing trials"
+    );
+    assert_eq!(
+        dom.matches("<code>experiment:partial-reset</code>: reset contract")
+            .count(),
+        1,
+        "one group for the four seeds"
+    );
+    assert!(dom.contains("seeds 0-3"));
+    assert!(
+        dom.contains("<table class=\"divergence\">"),
+        "first divergence as a table"
+    );
+    assert!(
+        !dom.contains("{&quot;") && !dom.contains("{\""),
+        "no JSON text in the page"
+    );
+    assert!(dom.contains(
+        "<pre class=\"replay\"><code>lockstep replay --env experiment:partial-reset --seed 0 --steps 5 --checks same</code></pre>"
+    ));
+    assert!(dom.contains("<g class=\"axis\">"), "a step axis");
+    assert!(dom.contains("first divergent step 0</text>"));
+    assert!(dom.contains("id=\"legend\""));
 
     let shot = out_dir.join("report.png");
     let status = headless(profile.path())

@@ -14,8 +14,9 @@
 //! - `conforms`: both states conform to the contract and the fingerprints are identical;
 //! - `success`: the repeat episode's task outcome. An env declares it with a boolean
 //!   `success` key in an agent's info; the episode succeeds when any agent reports
-//!   `success: true` at any step. An env that never declares `success` succeeds when the total
-//!   reward of all agents over the episode is above zero;
+//!   `success: true` at any step. An env that never reports `success` has no notion of it:
+//!   `declared_success` is false and so is `success`, and reports show "-" rather than guess
+//!   one (a positive total reward is not success: an 11-step CartPole episode has one);
 //! - `reproduced`: the repeat episode ended like the first (same steps, same per-agent returns
 //!   bit for bit, same success). With a correct reset and a deterministic env it is always
 //!   true, because both episodes use the same seeded actions.
@@ -494,11 +495,9 @@ fn play<E: Env + ?Sized>(
             actions = sampler.sample(t);
         }
     }
-    out.success = if out.declared_success {
-        declared_true
-    } else {
-        out.returns.values().sum::<f64>() > 0.0
-    };
+    // Success only as the env reports it: a reward rule would pass off any episode with a
+    // positive return as a task done.
+    out.success = out.declared_success && declared_true;
     Ok(out)
 }
 

@@ -9,9 +9,11 @@
 //! starting state matches its contract fingerprint) and behaviour (the task outcome, the replay
 //! checks) are separate fields everywhere, never merged into one verdict.
 
+mod groups;
 mod html;
 
-pub use html::render_html;
+pub use groups::{failure_groups, seed_list, seeds_text, FailureGroup, FailureKind};
+pub use html::{render_html, render_html_with, ReplayCommand};
 
 use std::collections::BTreeMap;
 

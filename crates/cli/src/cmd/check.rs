@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use lockstep::golden::Golden;
-use lockstep::report::{render_html, Report, RunParams, Shard, Trial};
+use lockstep::report::{render_html_with, ReplayCommand, Report, RunParams, Shard, Trial};
 use lockstep::suite::{parse_checks, run_isolated, shard_work, SuiteOptions};
 
 use crate::envs::{EnvSource, ExternalEnvArgs};
@@ -26,14 +26,39 @@ pub const DEFAULT_ENVS: [&str; 4] = [
     "range:ot_stuxnet",
 ];
 
+/// The names `check` accepts and its exit status, under its options in `--help`. A test
+/// (check_cli.rs) holds it to the list of built-in envs.
+const AFTER_HELP: &str = "\
+Environments (ENVS):
+  experiment, experiment:partial-reset
+      the reset-contract experiment env: a complete reset, or a partial one that keeps a cache
+  fixture, fixture:<fault>
+      a correct env, and faulty ones each check must catch; <fault> is one of global-rng,
+      wall-clock, hash-order, sticky-cache, stale-info, late-divergence, seedless, drift,
+      level-up, coin-flips, constant
+  range:<scenario>[:<preset>][?key=value&...]
+      the built-in network-defence range; <scenario> is ransomware, apt_espionage,
+      cloud_hybrid, iot_grid or ot_stuxnet, <preset> easy, medium or hard
+      (e.g. range:ransomware:medium?max_ticks=25; docs/range.md)
+  webtask, webtask:partial-reset
+      the experiment on real systems: HTTP server, SQLite, headless Chromium (docs/layers.md)
+  --cmd -- ARGV...
+      any other env, served over the lockstep protocol by ARGV (docs/protocol.md)
+
+Exit status:
+  0  every check and golden passes
+  1  a check or golden fails (the report says where)
+  2  a usage error, or an environment error (the report keeps what was gathered)";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Environments to check (see `lockstep replay --help` for names). Default: the seed-000
-    /// experiment env and range:ransomware, range:apt_espionage, range:ot_stuxnet.
+    /// Environments to check (names below). Default: the reset-contract experiment env and
+    /// range:ransomware, range:apt_espionage, range:ot_stuxnet.
     envs: Vec<String>,
     #[command(flatten)]
     external: ExternalEnvArgs,
-    /// Seeds: a count N (seeds 0..N) or a half-open range A..B.
+    /// RNG seeds, one trial each: a count N (seeds 0..N) or a half-open range A..B.
     #[arg(long, default_value = "0..5")]
     seeds: String,
     /// Steps per rollout.
@@ -67,6 +92,10 @@ pub struct Args {
         default_value = "same,other,interleaved,process,parallel"
     )]
     checks: Vec<String>,
+    /// Show every trial on the terminal, one block per failing trial, instead of failures
+    /// grouped across seeds.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 /// Parses `N` (0..N) or `A..B` (half-open).
@@ -260,8 +289,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let replay = |t: &Trial, failed: &[&str]| replay_command(&workers, &args, t, failed);
     // The results are printed before the report is written: a write that fails at the end
     // must not lose them.
-    crate::output::print(&crate::render::summary_text(&report, &replay))?;
-    write_report(&report, &args.out)?;
+    crate::output::print(&crate::render::summary_text(&report, &replay, args.verbose))?;
+    write_report(&report, &args.out, &replay)?;
     crate::output::print(&format!(
         "report: {}\n",
         args.out.join("report.html").display()
@@ -278,10 +307,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }))
 }
 
-/// The command that replays a trial's failed checks (TigerBeetle's habit: every failure ends
-/// with it), with every flag that decides the result.
+/// The command that replays a trial's failed checks (every failure ends with it), with every
+/// flag that decides the result; with no check named, the `lockstep check` of that one seed,
+/// which re-runs its reset-contract audit.
 fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) -> Option<String> {
     let e = workers.envs.iter().find(|e| e.id == t.env)?;
+    Some(replay_of(e, args.steps, args.rollouts, t, failed))
+}
+
+/// The replay commands of a report read back (`report merge`): built-in envs only, from the
+/// report's parameters. The report does not record `--rollouts`, `--seedless` or an external
+/// command's flags, so the commands are those of a run at their defaults.
+pub fn replay_from_report(report: &Report) -> impl Fn(&Trial, &[&str]) -> Option<String> + '_ {
+    move |t, failed| {
+        crate::envs::resolve(&t.env).ok()?;
+        let e = WorkerEnv {
+            id: t.env.clone(),
+            args: vec!["--env".to_string(), t.env.clone()],
+            seedless: false,
+        };
+        Some(replay_of(&e, report.params.steps, None, t, failed))
+    }
+}
+
+fn replay_of(
+    e: &WorkerEnv,
+    steps: u64,
+    rollouts: Option<usize>,
+    t: &Trial,
+    failed: &[&str],
+) -> String {
     // The env's flags first, its command after `--` last.
     let split = e
         .args
@@ -289,24 +344,59 @@ fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) ->
         .position(|a| a == "--")
         .unwrap_or(e.args.len());
     let (flags, argv) = e.args.split_at(split);
+    if failed.is_empty() {
+        return audit_command(steps, e, t.seed, flags, argv);
+    }
     let mut words = vec!["lockstep".to_string(), "replay".to_string()];
     words.extend(flags.iter().cloned());
     words.extend([
         "--seed".to_string(),
         t.seed.to_string(),
         "--steps".to_string(),
-        args.steps.to_string(),
+        steps.to_string(),
         "--checks".to_string(),
         failed.join(","),
     ]);
-    if let Some(r) = args.rollouts {
+    if let Some(r) = rollouts {
         words.extend(["--rollouts".to_string(), r.to_string()]);
     }
     if e.seedless {
         words.push("--seedless".to_string());
     }
     words.extend(argv.iter().cloned());
-    Some(crate::shell::join(&words))
+    crate::shell::join(&words)
+}
+
+/// `lockstep check` of one env and seed, the replay of a failed reset-contract audit.
+fn audit_command(
+    steps: u64,
+    e: &WorkerEnv,
+    seed: u64,
+    flags: &[String],
+    argv: &[String],
+) -> String {
+    let mut words = vec!["lockstep".to_string(), "check".to_string()];
+    // A built-in env is named by itself (`check` takes env names, not `--env`).
+    match flags {
+        [env_flag, id] if env_flag == "--env" => words.push(id.clone()),
+        _ => words.extend(flags.iter().cloned()),
+    }
+    words.extend([
+        "--seeds".to_string(),
+        format!("{seed}..{}", seed + 1),
+        "--steps".to_string(),
+        steps.to_string(),
+    ]);
+    if e.seedless {
+        let name = if flags.first().is_some_and(|f| f == "--cmd") {
+            "cmd".to_string()
+        } else {
+            e.id.clone()
+        };
+        words.extend(["--seedless".to_string(), name]);
+    }
+    words.extend(argv.iter().cloned());
+    crate::shell::join(&words)
 }
 
 /// Creates `dir` if needed and proves a file can be written in it.
@@ -320,13 +410,13 @@ fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes report.json and report.html into `dir`, each atomically.
-pub fn write_report(report: &Report, dir: &Path) -> anyhow::Result<()> {
+/// Writes report.json and report.html (with `replay`'s commands) into `dir`, each atomically.
+pub fn write_report(report: &Report, dir: &Path, replay: &ReplayCommand<'_>) -> anyhow::Result<()> {
     let json = dir.join("report.json");
     lockstep::atomic_file::write_atomic(&json, &report.to_json())
         .with_context(|| format!("cannot write {}", json.display()))?;
     let html = dir.join("report.html");
-    lockstep::atomic_file::write_atomic(&html, render_html(report).as_bytes())
+    lockstep::atomic_file::write_atomic(&html, render_html_with(report, replay).as_bytes())
         .with_context(|| format!("cannot write {}", html.display()))?;
     Ok(())
 }

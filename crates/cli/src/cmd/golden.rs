@@ -25,6 +25,7 @@ enum Sub {
         /// Environment name (e.g. `fixture`); or `--cmd -- ARGV...` for an external env.
         #[arg(long)]
         env: Option<String>,
+        /// The RNG seed the episode is reset with.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Steps after the reset (fewer when the episode ends first).
@@ -33,6 +34,7 @@ enum Sub {
         /// Changelog date, YYYY-MM-DD (default: today, UTC).
         #[arg(long)]
         date: Option<String>,
+        /// The golden file to write (JSON, docs/golden.md); it must not exist yet.
         file: PathBuf,
         #[command(flatten)]
         external: envs::ExternalEnvArgs,
@@ -43,6 +45,7 @@ enum Sub {
         /// external env).
         #[arg(long)]
         env: Option<String>,
+        /// The golden file to verify (it names its env, seed and steps).
         file: PathBuf,
         #[command(flatten)]
         external: envs::ExternalEnvArgs,
@@ -59,6 +62,7 @@ enum Sub {
         /// Changelog date, YYYY-MM-DD (default: today, UTC).
         #[arg(long)]
         date: Option<String>,
+        /// The golden file to re-record in place (written atomically).
         file: PathBuf,
         #[command(flatten)]
         external: envs::ExternalEnvArgs,

@@ -49,10 +49,10 @@ struct RunArgs {
     /// One of: ransomware, apt_espionage, cloud_hybrid, iot_grid, ot_stuxnet.
     #[arg(long)]
     scenario: String,
-    /// Seed of the first episode; episode k uses seed + k.
-    #[arg(long)]
+    /// RNG seed of the first episode; episode k uses seed + k.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// easy, medium or hard.
+    /// Difficulty preset: easy, medium or hard (default: the scenario's own parameters).
     #[arg(long)]
     preset: Option<String>,
     /// Overrides the truncation tick.
@@ -80,13 +80,16 @@ struct RunArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
+    /// One of: ransomware, apt_espionage, cloud_hybrid, iot_grid, ot_stuxnet.
     #[arg(long, default_value = "ransomware")]
     scenario: String,
     /// Seconds of stepping.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// Difficulty preset: easy, medium or hard (default: the scenario's own parameters).
     #[arg(long)]
     preset: Option<String>,
+    /// RNG seed of the first episode's reset.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Step a batch of N sub-envs (lockstep_range::Batch) instead of one env.

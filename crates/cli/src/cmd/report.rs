@@ -34,7 +34,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 parsed.push((name.clone(), Report::from_json(&bytes, &name)?));
             }
             let merged = merge(parsed)?;
-            super::check::write_report(&merged, &out)?;
+            let replay = super::check::replay_from_report(&merged);
+            super::check::write_report(&merged, &out, &replay)?;
             outln!(
                 "merged {} shard reports into {}: {}",
                 reports.len(),

@@ -345,7 +345,8 @@ fn quote(s: &Option<String>) -> String {
 }
 
 impl Site {
-    /// `agent blue, obs noise` and the like.
+    /// `agent "blue", obs key "noise"` and the like: names quoted, so a single-agent env's
+    /// `agent "agent", obs key "obs"` reads as names, not words.
     pub fn describe(&self, left: &str, right: &str) -> String {
         match self {
             Site::Length {
@@ -361,24 +362,24 @@ impl Site {
                 agent,
                 left: a,
                 right: b,
-            } => format!("agent {agent}, observation keys differ: {left} {a:?}, {right} {b:?}"),
-            Site::Obs { agent, key } => format!("agent {agent}, obs {key}"),
+            } => format!("agent {agent:?}, observation keys differ: {left} {a:?}, {right} {b:?}"),
+            Site::Obs { agent, key } => format!("agent {agent:?}, obs key {key:?}"),
             Site::Reward {
                 agent,
                 left: a,
                 right: b,
-            } => format!("agent {agent}, reward: {left} {a}, {right} {b}"),
+            } => format!("agent {agent:?}, reward: {left} {a}, {right} {b}"),
             Site::Terminated {
                 agent,
                 left: a,
                 right: b,
-            } => format!("agent {agent}, terminated: {left} {a}, {right} {b}"),
+            } => format!("agent {agent:?}, terminated: {left} {a}, {right} {b}"),
             Site::Truncated {
                 agent,
                 left: a,
                 right: b,
-            } => format!("agent {agent}, truncated: {left} {a}, {right} {b}"),
-            Site::Info { agent } => format!("agent {agent}, info"),
+            } => format!("agent {agent:?}, truncated: {left} {a}, {right} {b}"),
+            Site::Info { agent } => format!("agent {agent:?}, info"),
             Site::Logs {
                 left_lines,
                 right_lines,
@@ -440,7 +441,7 @@ impl Detail {
 }
 
 impl Divergence {
-    /// One line for people: `step 1, agent blue, obs noise: element 0 [0] (float32): ...`
+    /// One line for people: `step 1, agent "blue", obs key "noise": element 0 [0] (float32): ...`
     /// (without the [`Divergence::note`], which callers print on its own).
     pub fn describe(&self, left: &str, right: &str) -> String {
         let mut s = format!("step {}, {}", self.step, self.site.describe(left, right));
