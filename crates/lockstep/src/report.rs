@@ -9,9 +9,13 @@
 //! starting state matches its contract fingerprint) and behaviour (the task outcome, the replay
 //! checks) are separate fields everywhere, never merged into one verdict.
 
+mod about;
 mod groups;
 mod html;
 
+pub use about::{
+    ContractInfo, EnvAbout, EnvParams, EnvRecord, EpisodeGroup, ExternalCommand, LayerInfo,
+};
 pub use groups::{failure_groups, seed_list, seeds_text, FailureGroup, FailureKind};
 pub use html::{render_html, render_html_with, ReplayCommand};
 
@@ -20,13 +24,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Schema id written into every report. A change to the meaning of a field is a new version.
-pub const SCHEMA: &str = "lockstep-report/2";
+pub const SCHEMA: &str = "lockstep-report/3";
 
 /// The replay checks, in report order.
 pub const CHECK_NAMES: [&str; 5] = ["same", "other", "interleaved", "process", "parallel"];
 
 /// What was asked for: the same for every shard of one run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunParams {
     /// Env ids in the order given.
     pub envs: Vec<String>,
@@ -38,6 +42,25 @@ pub struct RunParams {
     pub checks: Vec<String>,
     /// Golden files, in the order given.
     pub goldens: Vec<String>,
+    /// `--rollouts` as given (`null`: the default for `steps`).
+    pub rollouts: Option<usize>,
+    /// How each env was run, in `envs` order: what its replay command needs.
+    pub env_params: Vec<EnvParams>,
+}
+
+impl RunParams {
+    /// How `env` was run; a built-in, not seedless, when the report does not say.
+    pub fn env_params_of(&self, env: &str) -> EnvParams {
+        self.env_params
+            .iter()
+            .find(|e| e.env == env)
+            .cloned()
+            .unwrap_or_else(|| EnvParams {
+                env: env.to_string(),
+                seedless: false,
+                command: None,
+            })
+    }
 }
 
 /// Which part of the run a shard report holds.
@@ -145,9 +168,29 @@ pub struct Trial {
     pub checks: Vec<CheckOutcome>,
     /// An environment error that stopped this trial; the results gathered before it are kept.
     pub error: Option<String>,
+    /// What the env said about itself, when it differs from its env's record in
+    /// [`Report::envs`] (which holds it once; see [`about`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub about: Option<EnvAbout>,
+    /// The same-seed check's rollouts grouped by how they ended (length, returns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub episodes: Vec<EpisodeGroup>,
 }
 
 impl Trial {
+    /// A trial that did not run, with the reason.
+    pub fn errored(env: &str, seed: u64, error: String) -> Trial {
+        Trial {
+            env: env.to_string(),
+            seed,
+            audit: None,
+            checks: Vec::new(),
+            error: Some(error),
+            about: None,
+            episodes: Vec::new(),
+        }
+    }
+
     pub fn passed(&self) -> bool {
         self.error.is_none()
             && self.audit.as_ref().is_some_and(|a| a.conforms)
@@ -235,6 +278,8 @@ pub struct Report {
     /// Everything passed: conformity, every check, every golden, no errors.
     pub passed: bool,
     pub summary: Vec<EnvSummary>,
+    /// One per env, in `params.envs` order: what it said about itself.
+    pub envs: Vec<EnvRecord>,
     pub trials: Vec<Trial>,
     pub goldens: Vec<GoldenOutcome>,
 }
@@ -309,6 +354,7 @@ impl Report {
         let passed = summary.iter().all(|s| s.passed)
             && goldens.iter().all(|g| g.passed)
             && trials.iter().all(|t| t.passed());
+        let envs = about::hoist(&params.envs, &mut trials);
         Report {
             schema: SCHEMA.to_string(),
             lockstep_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -316,6 +362,7 @@ impl Report {
             shard,
             passed,
             summary,
+            envs,
             trials,
             goldens,
         }
@@ -463,7 +510,9 @@ pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, ReportError> {
         }
         *slot = true;
         check_shard_contents(r, shard).map_err(mismatch)?;
-        trials.extend(r.trials.iter().cloned());
+        let mut mine = r.trials.clone();
+        about::unhoist(&r.envs, &mut mine);
+        trials.extend(mine);
         goldens.extend(r.goldens.iter().cloned());
     }
     if let Some(missing) = seen.iter().position(|s| !s) {
@@ -541,6 +590,8 @@ mod tests {
             steps: 10,
             checks: vec!["same".into(), "other".into()],
             goldens: vec![],
+            rollouts: None,
+            env_params: vec![],
         }
     }
 
@@ -598,6 +649,8 @@ mod tests {
                 },
             ],
             error: None,
+            about: None,
+            episodes: vec![],
         }
     }
 
@@ -774,6 +827,8 @@ mod tests {
             steps: 1,
             checks: vec!["same".into(), "other".into()],
             goldens: vec![],
+            rollouts: None,
+            env_params: vec![],
         };
         let mut trials = Vec::new();
         for seed in (0..n).rev() {
