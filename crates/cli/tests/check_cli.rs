@@ -494,3 +494,119 @@ fn an_environment_error_exits_2_and_keeps_the_rest_of_the_report() {
     assert!(stdout(&o).contains("environment error"), "{}", stdout(&o));
     assert_valid_report(&out.join("report.json"));
 }
+
+/// Issue 10 item 7 and issue 12: an external env is named by its handshake `env_id`, its
+/// command line stays in `params.env_params`; the report records `--rollouts`, `--seedless`
+/// and the external command, so `report merge` rebuilds the replay commands a single run
+/// prints (before, a merged page had none for an external env and dropped those flags).
+#[test]
+fn merged_reports_rebuild_replay_commands_of_external_envs_and_flags() {
+    let py = python();
+    let python_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python");
+    let run = |extra: &[&str], out: &Path| -> Output {
+        let mut all = vec![
+            "check",
+            "fixture:sticky-cache",
+            "--seedless",
+            "fixture:sticky-cache",
+            "--seeds",
+            "4",
+            "--steps",
+            "12",
+            "--rollouts",
+            "3",
+            "--checks",
+            "same,other",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        all.extend_from_slice(extra);
+        all.extend_from_slice(&[
+            "--cmd",
+            "--",
+            &py,
+            "-m",
+            "lockstep_adapter",
+            "factory",
+            "lockstep_adapter.testing:walker",
+            "--kwargs",
+            r#"{"bug": "leaky_reset"}"#,
+        ]);
+        Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(&all)
+            .env("PYTHONPATH", &python_dir)
+            .env_remove("CI")
+            .output()
+            .unwrap()
+    };
+    let single = out_dir("external-single");
+    let o = run(&[], &single);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = stdout(&o);
+    let env_id = "gymnasium:lockstep_adapter.testing:walker";
+    assert!(
+        text.contains(&format!("FAIL {env_id}: same check")),
+        "{text}"
+    );
+    assert_valid_report(&single.join("report.json"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(single.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["params"]["envs"][1], env_id);
+    assert_eq!(report["params"]["rollouts"], 3);
+    let external = &report["params"]["env_params"][1];
+    assert_eq!(external["command"]["argv"][0], py.as_str());
+    assert_eq!(external["command"]["timeout"], 30.0);
+    assert_eq!(report["params"]["env_params"][0]["seedless"], true);
+    assert_eq!(report["envs"][1]["about"]["env_id"], env_id);
+    // The sticky cache changes the episode from the second rollout on: the rollouts of a seed
+    // fall into more than one group, every rollout in one of them.
+    let groups = report["trials"][0]["episodes"].as_array().unwrap();
+    assert!(groups.len() > 1, "{groups:?}");
+    let mut rollouts: Vec<u64> = groups
+        .iter()
+        .flat_map(|g| {
+            g["rollouts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_u64().unwrap())
+        })
+        .collect();
+    rollouts.sort();
+    assert_eq!(rollouts, vec![1, 2, 3]);
+
+    let mut shards = Vec::new();
+    for shard in ["2/2", "1/2"] {
+        let dir = out_dir(&format!("external-shard{}", &shard[..1]));
+        run(&["--shard", shard], &dir);
+        shards.push(dir.join("report.json").display().to_string());
+    }
+    let merged = out_dir("external-merged");
+    let mut merge = vec!["report", "merge"];
+    merge.extend(shards.iter().map(String::as_str));
+    merge.extend_from_slice(&["--out", merged.to_str().unwrap()]);
+    assert_eq!(lockstep(&merge).status.code(), Some(1));
+    assert!(
+        std::fs::read(merged.join("report.json")).unwrap()
+            == std::fs::read(single.join("report.json")).unwrap(),
+        "merged shards differ from the single run"
+    );
+    let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    assert_eq!(
+        html,
+        std::fs::read_to_string(single.join("report.html")).unwrap()
+    );
+    for command in [
+        "lockstep replay --env fixture:sticky-cache --seed 0 --steps 12 --checks same --rollouts 3 --seedless</code>".to_string(),
+        format!("lockstep replay --cmd --timeout 30 --seed 0 --steps 12 --checks same --rollouts 3 -- {py} -m lockstep_adapter factory lockstep_adapter.testing:walker --kwargs "),
+    ] {
+        assert!(html.contains(&command), "{command}");
+        assert!(text.contains(command.trim_end_matches("</code>")), "the terminal says the same: {command}");
+    }
+}

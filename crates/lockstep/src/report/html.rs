@@ -263,7 +263,7 @@ fn audit_failure(h: &mut String, a: &AuditRecord) {
 fn audit_detail(h: &mut String, seed: u64, a: &AuditRecord) {
     let _ = write!(
         h,
-        "<details class=\"detail\"><summary>full detail of seed {seed}: the states before and after the reset, the audit record</summary>"
+        "<details class=\"detail\"><summary>full detail of seed {seed}: the states before and after the reset (in red: the fields that differ from a fresh instance), the audit record</summary>"
     );
     if let (Some(before), Some(after)) = (a.detail.get("contaminated"), a.detail.get("after_reset"))
     {
@@ -272,6 +272,7 @@ fn audit_detail(h: &mut String, seed: u64, a: &AuditRecord) {
             after,
             "before the reset (after an episode)",
             "after reset(seed)",
+            &a.different_fields,
         ));
     }
     h.push_str(&detail_table::detail_table(

@@ -37,13 +37,15 @@ pub(super) fn detail_table(v: &Value, skip: &[&str]) -> String {
     }
 }
 
-/// The top-level fields of two states side by side, one row per field, the rows that differ
-/// marked (`class="differs"`): the states before and after a reset.
+/// The top-level fields of two states side by side, one row per field, the fields in `marked`
+/// marked (`class="differs"`): the states before and after a reset, the fields that differ
+/// from a fresh instance's marked.
 pub(super) fn states_table(
     left: &Value,
     right: &Value,
     left_label: &str,
     right_label: &str,
+    marked: &[String],
 ) -> String {
     let mut budget = CELLS_MAX;
     let empty = serde_json::Map::new();
@@ -70,7 +72,11 @@ pub(super) fn states_table(
         let _ = write!(
             s,
             "<tr{}><th>{}</th><td>{}</td><td>{}</td></tr>",
-            if a == b { "" } else { " class=\"differs\"" },
+            if marked.contains(*k) {
+                " class=\"differs\""
+            } else {
+                ""
+            },
             esc(k),
             side(a, &mut budget),
             side(b, &mut budget)
@@ -195,7 +201,13 @@ mod tests {
     fn states_side_by_side_mark_the_fields_that_differ() {
         let before = serde_json::json!({"cache": 1, "seed": 3});
         let after = serde_json::json!({"cache": null, "seed": 3, "extra": true});
-        let t = states_table(&before, &after, "before the reset", "after reset(seed)");
+        let t = states_table(
+            &before,
+            &after,
+            "before the reset",
+            "after reset(seed)",
+            &["cache".to_string()],
+        );
         assert!(
             t.contains(
                 "<tr class=\"differs\"><th>cache</th><td><code>1</code></td><td><code>null</code>"
