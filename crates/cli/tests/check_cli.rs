@@ -610,3 +610,93 @@ fn merged_reports_rebuild_replay_commands_of_external_envs_and_flags() {
         assert!(text.contains(command.trim_end_matches("</code>")), "the terminal says the same: {command}");
     }
 }
+
+/// Issue 10 item 7: the report names an external env by what it says about itself (the
+/// handshake's `env_id`, its command line kept in the details), shows its contract, and keeps
+/// the audit's record (`audit.detail` was `null` for external envs); a failing audit keeps the
+/// states before and after the reset, which report.html lays side by side.
+#[test]
+fn an_external_env_is_shown_by_what_it_says_about_itself() {
+    let py = python();
+    let python_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python");
+    let run = |name: &str, adapter: &[&str]| -> (serde_json::Value, String) {
+        let out = out_dir(name);
+        let mut args = vec![
+            "check",
+            "--seeds",
+            "2",
+            "--steps",
+            "20",
+            "--checks",
+            "same",
+            "--out",
+            out.to_str().unwrap(),
+            "--cmd",
+            "--",
+            &py,
+            "-m",
+            "lockstep_adapter",
+        ];
+        args.extend_from_slice(adapter);
+        let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(&args)
+            .env("PYTHONPATH", &python_dir)
+            .output()
+            .unwrap();
+        assert_ne!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_valid_report(&out.join("report.json"));
+        let report = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap());
+        (
+            report.unwrap(),
+            std::fs::read_to_string(out.join("report.html")).unwrap(),
+        )
+    };
+    let (report, html) = run("cartpole", &["gymnasium", "CartPole-v1"]);
+    assert_eq!(report["passed"], true);
+    assert_eq!(report["params"]["envs"][0], "gymnasium:CartPole-v1");
+    assert_eq!(report["trials"][1]["env"], "gymnasium:CartPole-v1");
+    let argv = &report["params"]["env_params"][0]["command"]["argv"];
+    assert_eq!(argv[0], py.as_str());
+    assert_eq!(argv[4], "CartPole-v1");
+    let contract = &report["envs"][0]["about"]["contract"];
+    assert_eq!(contract["declared"], true);
+    assert!(
+        contract["layers"][0]["fields"]
+            .as_array()
+            .unwrap()
+            .contains(&"np_random".into()),
+        "{contract}"
+    );
+    let detail = &report["trials"][0]["audit"]["detail"];
+    assert!(detail["first"]["steps"].as_u64().unwrap() > 0, "{detail}");
+    assert!(html.contains("<th>env id</th><td><code>gymnasium:CartPole-v1</code>"));
+    assert!(html.contains(&format!(
+        "<th>command</th><td><code>{py} -m lockstep_adapter gymnasium CartPole-v1</code>"
+    )));
+    assert!(html.contains("every seed's rollouts ended alike"));
+
+    let (report, html) = run(
+        "walker-kept-timer",
+        &[
+            "factory",
+            "lockstep_adapter.testing:walker",
+            "--kwargs",
+            r#"{"bug": "kept_timer"}"#,
+            "--fields",
+            "spawner",
+        ],
+    );
+    let detail = &report["trials"][0]["audit"]["detail"];
+    assert_eq!(detail["contaminated"]["spawner"]["timer"], 20, "{detail}");
+    assert_eq!(detail["after_reset"]["spawner"]["timer"], 20, "{detail}");
+    assert!(html.contains("<table class=\"states\">"));
+    assert!(
+        html.contains("<tr class=\"differs\"><th>spawner</th>"),
+        "{html}"
+    );
+}
