@@ -107,7 +107,7 @@ class Report:
         return f"<lockstep.Report passed={self.passed} trials={len(self.trials)} skipped={sorted(self.skipped)}>"
 
     def to_json(self) -> str:
-        """The bytes of the CLI's report.json (format lockstep-report/2, docs/report.md)."""
+        """The bytes of the CLI's report.json (format lockstep-report/3, docs/report.md)."""
         return self._native.to_json()
 
     def write(self, dir) -> None:

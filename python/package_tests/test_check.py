@@ -65,7 +65,7 @@ def test_report_json_and_html_are_the_cli_format(tmp_path):
     report.write(tmp_path / "out")
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert data == json.loads(report.to_json())
-    assert data["schema"] == "lockstep-report/2" and data["passed"] is True
+    assert data["schema"] == "lockstep-report/3" and data["passed"] is True
     assert (tmp_path / "out" / "report.html").read_text().startswith("<!")
     import jsonschema
 

@@ -244,13 +244,17 @@ impl EnvSource {
 
     /// Starts an external env once and reads its handshake, so that an env that cannot start
     /// (a missing program, an import error, an unknown env id) is one error, said once, before
-    /// any trial or check starts it again. Built-in envs need no probe.
-    pub fn probe(&self) -> anyhow::Result<()> {
+    /// any trial or check starts it again. Built-in envs need no probe. Gives an external
+    /// env's handshake `env_id`, the name its report gives it.
+    pub fn probe(&self) -> anyhow::Result<Option<String>> {
         match self {
-            EnvSource::Named(..) => Ok(()),
+            EnvSource::Named(..) => Ok(None),
             EnvSource::External(f) => {
                 let mut env = f.spawn().map_err(|e| anyhow::anyhow!("{}", e.message))?;
-                lockstep::env::Env::close(&mut env).map_err(|e| anyhow::anyhow!("{}", e.message))
+                let id = env.handshake().env_id.clone();
+                lockstep::env::Env::close(&mut env)
+                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                Ok(Some(id))
             }
         }
     }
@@ -273,13 +277,13 @@ impl EnvSource {
 }
 
 /// Probes every env of a `check` run ([`EnvSource::probe`]); prints each failure once, with
-/// its traceback as lines, and returns, per env, the first line of its error (`None`: it
-/// started).
-pub fn probe_all(sources: &[(String, EnvSource)]) -> Vec<Option<String>> {
+/// its traceback as lines, and returns, per env, the first line of its error, or what it
+/// started as (an external env's handshake `env_id`).
+pub fn probe_all(sources: &[(String, EnvSource)]) -> Vec<Result<Option<String>, String>> {
     sources
         .iter()
         .map(|(id, source)| {
-            source.probe().err().map(|e| {
+            source.probe().map_err(|e| {
                 let text = format!("{e:#}");
                 eprintln!("error: env {id} cannot start; its trials are not run:\n{text}");
                 text.lines().next().unwrap_or_default().to_string()
@@ -299,13 +303,11 @@ pub fn with_unstarted(
     let mut ran = ran.into_iter();
     work.iter()
         .filter_map(|&(e, seed)| match &broken[e] {
-            Some(why) => Some(lockstep::report::Trial {
-                env: ids[e].clone(),
+            Some(why) => Some(lockstep::report::Trial::errored(
+                &ids[e],
                 seed,
-                audit: None,
-                checks: Vec::new(),
-                error: Some(format!("not run: the env cannot start: {why}")),
-            }),
+                format!("not run: the env cannot start: {why}"),
+            )),
             None => ran.next(),
         })
         .collect()

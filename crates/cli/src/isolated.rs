@@ -112,13 +112,7 @@ impl Isolated for Workers {
             args.push("--seedless".into());
         }
         args.extend(e.args.iter().cloned());
-        let failed = |error: String| Trial {
-            env: e.id.clone(),
-            seed,
-            audit: None,
-            checks: Vec::new(),
-            error: Some(error),
-        };
+        let failed = |error: String| Trial::errored(&e.id, seed, error);
         match self.run(&args) {
             Ok(line) => match serde_json::from_str::<Trial>(&line) {
                 Ok(t) if t.env == e.id && t.seed == seed => t,

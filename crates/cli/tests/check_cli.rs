@@ -494,3 +494,209 @@ fn an_environment_error_exits_2_and_keeps_the_rest_of_the_report() {
     assert!(stdout(&o).contains("environment error"), "{}", stdout(&o));
     assert_valid_report(&out.join("report.json"));
 }
+
+/// Issue 10 item 7 and issue 12: an external env is named by its handshake `env_id`, its
+/// command line stays in `params.env_params`; the report records `--rollouts`, `--seedless`
+/// and the external command, so `report merge` rebuilds the replay commands a single run
+/// prints (before, a merged page had none for an external env and dropped those flags).
+#[test]
+fn merged_reports_rebuild_replay_commands_of_external_envs_and_flags() {
+    let py = python();
+    let python_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python");
+    let run = |extra: &[&str], out: &Path| -> Output {
+        let mut all = vec![
+            "check",
+            "fixture:sticky-cache",
+            "--seedless",
+            "fixture:sticky-cache",
+            "--seeds",
+            "4",
+            "--steps",
+            "12",
+            "--rollouts",
+            "3",
+            "--checks",
+            "same,other",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        all.extend_from_slice(extra);
+        all.extend_from_slice(&[
+            "--cmd",
+            "--",
+            &py,
+            "-m",
+            "lockstep_adapter",
+            "factory",
+            "lockstep_adapter.testing:walker",
+            "--kwargs",
+            r#"{"bug": "leaky_reset"}"#,
+        ]);
+        Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(&all)
+            .env("PYTHONPATH", &python_dir)
+            .env_remove("CI")
+            .output()
+            .unwrap()
+    };
+    let single = out_dir("external-single");
+    let o = run(&[], &single);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = stdout(&o);
+    let env_id = "gymnasium:lockstep_adapter.testing:walker";
+    assert!(
+        text.contains(&format!("FAIL {env_id}: same check")),
+        "{text}"
+    );
+    assert_valid_report(&single.join("report.json"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(single.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["params"]["envs"][1], env_id);
+    assert_eq!(report["params"]["rollouts"], 3);
+    let external = &report["params"]["env_params"][1];
+    assert_eq!(external["command"]["argv"][0], py.as_str());
+    assert_eq!(external["command"]["timeout"], 30.0);
+    assert_eq!(report["params"]["env_params"][0]["seedless"], true);
+    assert_eq!(report["envs"][1]["about"]["env_id"], env_id);
+    // The sticky cache changes the episode from the second rollout on: the rollouts of a seed
+    // fall into more than one group, every rollout in one of them.
+    let groups = report["trials"][0]["episodes"].as_array().unwrap();
+    assert!(groups.len() > 1, "{groups:?}");
+    let mut rollouts: Vec<u64> = groups
+        .iter()
+        .flat_map(|g| {
+            g["rollouts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_u64().unwrap())
+        })
+        .collect();
+    rollouts.sort();
+    assert_eq!(rollouts, vec![1, 2, 3]);
+
+    let mut shards = Vec::new();
+    for shard in ["2/2", "1/2"] {
+        let dir = out_dir(&format!("external-shard{}", &shard[..1]));
+        run(&["--shard", shard], &dir);
+        shards.push(dir.join("report.json").display().to_string());
+    }
+    let merged = out_dir("external-merged");
+    let mut merge = vec!["report", "merge"];
+    merge.extend(shards.iter().map(String::as_str));
+    merge.extend_from_slice(&["--out", merged.to_str().unwrap()]);
+    assert_eq!(lockstep(&merge).status.code(), Some(1));
+    assert!(
+        std::fs::read(merged.join("report.json")).unwrap()
+            == std::fs::read(single.join("report.json")).unwrap(),
+        "merged shards differ from the single run"
+    );
+    let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    assert_eq!(
+        html,
+        std::fs::read_to_string(single.join("report.html")).unwrap()
+    );
+    for command in [
+        "lockstep replay --env fixture:sticky-cache --seed 0 --steps 12 --checks same --rollouts 3 --seedless</code>".to_string(),
+        format!("lockstep replay --cmd --timeout 30 --seed 0 --steps 12 --checks same --rollouts 3 -- {py} -m lockstep_adapter factory lockstep_adapter.testing:walker --kwargs "),
+    ] {
+        assert!(html.contains(&command), "{command}");
+        assert!(text.contains(command.trim_end_matches("</code>")), "the terminal says the same: {command}");
+    }
+}
+
+/// Issue 10 item 7: the report names an external env by what it says about itself (the
+/// handshake's `env_id`, its command line kept in the details), shows its contract, and keeps
+/// the audit's record (`audit.detail` was `null` for external envs); a failing audit keeps the
+/// states before and after the reset, which report.html lays side by side.
+#[test]
+fn an_external_env_is_shown_by_what_it_says_about_itself() {
+    let py = python();
+    let python_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python");
+    let run = |name: &str, adapter: &[&str]| -> (serde_json::Value, String) {
+        let out = out_dir(name);
+        let mut args = vec![
+            "check",
+            "--seeds",
+            "2",
+            "--steps",
+            "20",
+            "--checks",
+            "same",
+            "--out",
+            out.to_str().unwrap(),
+            "--cmd",
+            "--",
+            &py,
+            "-m",
+            "lockstep_adapter",
+        ];
+        args.extend_from_slice(adapter);
+        let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(&args)
+            .env("PYTHONPATH", &python_dir)
+            .output()
+            .unwrap();
+        assert_ne!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_valid_report(&out.join("report.json"));
+        let report = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap());
+        (
+            report.unwrap(),
+            std::fs::read_to_string(out.join("report.html")).unwrap(),
+        )
+    };
+    let (report, html) = run("cartpole", &["gymnasium", "CartPole-v1"]);
+    assert_eq!(report["passed"], true);
+    assert_eq!(report["params"]["envs"][0], "gymnasium:CartPole-v1");
+    assert_eq!(report["trials"][1]["env"], "gymnasium:CartPole-v1");
+    let argv = &report["params"]["env_params"][0]["command"]["argv"];
+    assert_eq!(argv[0], py.as_str());
+    assert_eq!(argv[4], "CartPole-v1");
+    let contract = &report["envs"][0]["about"]["contract"];
+    assert_eq!(contract["declared"], true);
+    assert!(
+        contract["layers"][0]["fields"]
+            .as_array()
+            .unwrap()
+            .contains(&"np_random".into()),
+        "{contract}"
+    );
+    let detail = &report["trials"][0]["audit"]["detail"];
+    assert!(detail["first"]["steps"].as_u64().unwrap() > 0, "{detail}");
+    assert!(html.contains("<th>env id</th><td><code>gymnasium:CartPole-v1</code>"));
+    assert!(html.contains(&format!(
+        "<th>command</th><td><code>{py} -m lockstep_adapter gymnasium CartPole-v1</code>"
+    )));
+    assert!(html.contains("every seed's rollouts ended alike"));
+
+    let (report, html) = run(
+        "walker-kept-timer",
+        &[
+            "factory",
+            "lockstep_adapter.testing:walker",
+            "--kwargs",
+            r#"{"bug": "kept_timer"}"#,
+            "--fields",
+            "spawner",
+        ],
+    );
+    let detail = &report["trials"][0]["audit"]["detail"];
+    assert_eq!(detail["contaminated"]["spawner"]["timer"], 20, "{detail}");
+    assert_eq!(detail["after_reset"]["spawner"]["timer"], 20, "{detail}");
+    assert!(html.contains("<table class=\"states\">"));
+    assert!(
+        html.contains("<tr class=\"differs\"><th>spawner</th>"),
+        "{html}"
+    );
+}

@@ -116,6 +116,26 @@ fn rendered_report_shows_summary_and_diff() {
     assert!(dom.contains("<g class=\"axis\">"), "a step axis");
     assert!(dom.contains("first divergent step 0</text>"));
     assert!(dom.contains("id=\"legend\""));
+    // Issue 12: a panel per env with its id and contract (name, version, layers, fields), the
+    // per-seed plots of its rollouts drawn as SVG, and the full detail of a failure behind a
+    // toggle, as tables: the states before and after the reset side by side.
+    assert!(dom.contains("<h2 id=\"envs\">Environments</h2>"));
+    assert!(dom.contains("<th>env id</th><td><code>experiment:partial-reset</code>"));
+    assert!(dom.contains("<code>seed-000-fixture</code> version 1, profile <code>python</code>"));
+    assert!(dom.contains("<td><code>client</code></td><td><code>cache</code></td>"));
+    assert_eq!(
+        dom.matches("<svg class=\"plot\"").count(),
+        2,
+        "length and return"
+    );
+    assert_eq!(
+        dom.matches("<circle class=\"agrees\"").count(),
+        2 * 4,
+        "one mark per seed and plot: the rollouts agree"
+    );
+    assert!(dom.contains("<details class=\"detail\"><summary>full detail of seed 0"));
+    assert!(dom.contains("<table class=\"states\">"));
+    assert!(dom.contains("<tr class=\"differs\"><th>cache</th>"));
 
     let shot = out_dir.join("report.png");
     let status = headless(profile.path())

@@ -9,24 +9,30 @@
 //! starting state matches its contract fingerprint) and behaviour (the task outcome, the replay
 //! checks) are separate fields everywhere, never merged into one verdict.
 
+mod about;
 mod groups;
 mod html;
+mod merge;
 
+pub use about::{
+    ContractInfo, EnvAbout, EnvParams, EnvRecord, EpisodeGroup, ExternalCommand, LayerInfo,
+};
 pub use groups::{failure_groups, seed_list, seeds_text, FailureGroup, FailureKind};
 pub use html::{render_html, render_html_with, ReplayCommand};
+pub use merge::merge;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 /// Schema id written into every report. A change to the meaning of a field is a new version.
-pub const SCHEMA: &str = "lockstep-report/2";
+pub const SCHEMA: &str = "lockstep-report/3";
 
 /// The replay checks, in report order.
 pub const CHECK_NAMES: [&str; 5] = ["same", "other", "interleaved", "process", "parallel"];
 
 /// What was asked for: the same for every shard of one run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunParams {
     /// Env ids in the order given.
     pub envs: Vec<String>,
@@ -38,6 +44,25 @@ pub struct RunParams {
     pub checks: Vec<String>,
     /// Golden files, in the order given.
     pub goldens: Vec<String>,
+    /// `--rollouts` as given (`null`: the default for `steps`).
+    pub rollouts: Option<usize>,
+    /// How each env was run, in `envs` order: what its replay command needs.
+    pub env_params: Vec<EnvParams>,
+}
+
+impl RunParams {
+    /// How `env` was run; a built-in, not seedless, when the report does not say.
+    pub fn env_params_of(&self, env: &str) -> EnvParams {
+        self.env_params
+            .iter()
+            .find(|e| e.env == env)
+            .cloned()
+            .unwrap_or_else(|| EnvParams {
+                env: env.to_string(),
+                seedless: false,
+                command: None,
+            })
+    }
 }
 
 /// Which part of the run a shard report holds.
@@ -145,9 +170,29 @@ pub struct Trial {
     pub checks: Vec<CheckOutcome>,
     /// An environment error that stopped this trial; the results gathered before it are kept.
     pub error: Option<String>,
+    /// What the env said about itself, when it differs from its env's record in
+    /// [`Report::envs`] (which holds it once; see [`about`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub about: Option<EnvAbout>,
+    /// The same-seed check's rollouts grouped by how they ended (length, returns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub episodes: Vec<EpisodeGroup>,
 }
 
 impl Trial {
+    /// A trial that did not run, with the reason.
+    pub fn errored(env: &str, seed: u64, error: String) -> Trial {
+        Trial {
+            env: env.to_string(),
+            seed,
+            audit: None,
+            checks: Vec::new(),
+            error: Some(error),
+            about: None,
+            episodes: Vec::new(),
+        }
+    }
+
     pub fn passed(&self) -> bool {
         self.error.is_none()
             && self.audit.as_ref().is_some_and(|a| a.conforms)
@@ -235,6 +280,8 @@ pub struct Report {
     /// Everything passed: conformity, every check, every golden, no errors.
     pub passed: bool,
     pub summary: Vec<EnvSummary>,
+    /// One per env, in `params.envs` order: what it said about itself.
+    pub envs: Vec<EnvRecord>,
     pub trials: Vec<Trial>,
     pub goldens: Vec<GoldenOutcome>,
 }
@@ -309,6 +356,7 @@ impl Report {
         let passed = summary.iter().all(|s| s.passed)
             && goldens.iter().all(|g| g.passed)
             && trials.iter().all(|t| t.passed());
+        let envs = about::hoist(&params.envs, &mut trials);
         Report {
             schema: SCHEMA.to_string(),
             lockstep_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -316,6 +364,7 @@ impl Report {
             shard,
             passed,
             summary,
+            envs,
             trials,
             goldens,
         }
@@ -408,128 +457,6 @@ fn summarise(
     }
 }
 
-/// Joins shard reports into the report a single run would have written.
-///
-/// Every input must come from the same run (same schema, version and parameters), each shard
-/// at most once; together they must cover every shard of the run.
-pub fn merge(reports: Vec<(String, Report)>) -> Result<Report, ReportError> {
-    let Some((first_name, first)) = reports.first() else {
-        return Err(ReportError::Mismatch {
-            what: "report merge".into(),
-            message: "no reports given".into(),
-        });
-    };
-    for (name, r) in &reports {
-        if let Some(shard) = r.shard {
-            shard.validate().map_err(|message| ReportError::Mismatch {
-                what: name.clone(),
-                message,
-            })?;
-        }
-    }
-    let params = first.params.clone();
-    let version = first.lockstep_version.clone();
-    let count = first.shard.map_or(1, |s| s.count);
-    let mut seen = vec![false; count as usize];
-    let mut trials = Vec::new();
-    let mut goldens = Vec::new();
-    for (name, r) in &reports {
-        let mismatch = |message: String| ReportError::Mismatch {
-            what: name.clone(),
-            message,
-        };
-        if r.params != params {
-            return Err(mismatch(format!("run parameters differ from {first_name}")));
-        }
-        if r.lockstep_version != version {
-            return Err(mismatch(format!(
-                "written by lockstep {} but {first_name} by {version}",
-                r.lockstep_version
-            )));
-        }
-        let shard = r.shard.unwrap_or(Shard { index: 1, count: 1 });
-        if shard.count != count {
-            return Err(mismatch(format!(
-                "is shard {}/{} but {first_name} is of a run in {count} shards",
-                shard.index, shard.count
-            )));
-        }
-        let slot = &mut seen[(shard.index - 1) as usize];
-        if *slot {
-            return Err(mismatch(format!(
-                "shard {}/{} given twice",
-                shard.index, shard.count
-            )));
-        }
-        *slot = true;
-        check_shard_contents(r, shard).map_err(mismatch)?;
-        trials.extend(r.trials.iter().cloned());
-        goldens.extend(r.goldens.iter().cloned());
-    }
-    if let Some(missing) = seen.iter().position(|s| !s) {
-        return Err(ReportError::Mismatch {
-            what: "report merge".into(),
-            message: format!("shard {}/{count} is missing", missing + 1),
-        });
-    }
-    Ok(Report::assemble(params, None, trials, goldens))
-}
-
-/// A shard report holds exactly the trials (env x seed) and goldens its shard owns: a trial
-/// removed, added from outside the run, or given twice is refused, naming it.
-fn check_shard_contents(r: &Report, shard: Shard) -> Result<(), String> {
-    let mut expected: BTreeMap<(&str, u64), bool> = BTreeMap::new();
-    for env in &r.params.envs {
-        for (pos, &seed) in r.params.seeds.iter().enumerate() {
-            if shard.owns(pos) {
-                expected.insert((env.as_str(), seed), false);
-            }
-        }
-    }
-    for t in &r.trials {
-        match expected.get_mut(&(t.env.as_str(), t.seed)) {
-            None => {
-                return Err(format!(
-                    "trial env {:?} seed {} is not one of shard {}/{} of this run",
-                    t.env, t.seed, shard.index, shard.count
-                ))
-            }
-            Some(true) => {
-                return Err(format!(
-                    "trial env {:?} seed {} appears twice",
-                    t.env, t.seed
-                ))
-            }
-            Some(seen) => *seen = true,
-        }
-    }
-    if let Some(((env, seed), _)) = expected.iter().find(|(_, seen)| !**seen) {
-        return Err(format!(
-            "trial env {env:?} seed {seed} of shard {}/{} is missing",
-            shard.index, shard.count
-        ));
-    }
-    let owned: Vec<&String> = r
-        .params
-        .goldens
-        .iter()
-        .enumerate()
-        .filter(|(p, _)| shard.owns(*p))
-        .map(|(_, g)| g)
-        .collect();
-    let mut given: Vec<&String> = r.goldens.iter().map(|g| &g.file).collect();
-    given.sort();
-    let mut want = owned.clone();
-    want.sort();
-    if given != want {
-        return Err(format!(
-            "its goldens {given:?} are not the ones shard {}/{} owns: {owned:?}",
-            shard.index, shard.count
-        ));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -541,6 +468,8 @@ mod tests {
             steps: 10,
             checks: vec!["same".into(), "other".into()],
             goldens: vec![],
+            rollouts: None,
+            env_params: vec![],
         }
     }
 
@@ -598,10 +527,12 @@ mod tests {
                 },
             ],
             error: None,
+            about: None,
+            episodes: vec![],
         }
     }
 
-    fn all_trials() -> Vec<Trial> {
+    pub(crate) fn all_trials() -> Vec<Trial> {
         let mut v = Vec::new();
         for env in ["a-env", "b-env"] {
             for seed in [1, 3, 5] {
@@ -673,85 +604,6 @@ mod tests {
     }
 
     #[test]
-    fn merged_shards_equal_the_single_run() {
-        let params = sample_params();
-        let full = Report::assemble(params.clone(), None, all_trials(), vec![]);
-        let shard_reports: Vec<(String, Report)> = (1..=2)
-            .map(|i| {
-                let shard = Shard { index: i, count: 2 };
-                let trials = all_trials()
-                    .into_iter()
-                    .filter(|t| shard.owns(params.seeds.iter().position(|&s| s == t.seed).unwrap()))
-                    .collect();
-                (
-                    format!("shard{i}.json"),
-                    Report::assemble(params.clone(), Some(shard), trials, vec![]),
-                )
-            })
-            .collect();
-        let round_tripped: Vec<(String, Report)> = shard_reports
-            .into_iter()
-            .map(|(n, r)| {
-                let back = Report::from_json(&r.to_json(), &n).unwrap();
-                (n, back)
-            })
-            .collect();
-        let merged = merge(round_tripped.clone()).unwrap();
-        assert_eq!(merged.to_json(), full.to_json());
-
-        let err = merge(vec![round_tripped[0].clone()]).unwrap_err();
-        assert!(err.to_string().contains("shard 2/2 is missing"), "{err}");
-        let err = merge(vec![round_tripped[0].clone(), round_tripped[0].clone()]).unwrap_err();
-        assert!(err.to_string().contains("given twice"), "{err}");
-    }
-
-    /// Issue 9: merge took a shard with a trial removed, or with a seed outside the run.
-    #[test]
-    fn issue9_merge_refuses_a_shard_with_a_trial_missing_or_foreign() {
-        let params = sample_params();
-        let shard_of = |i: u32| {
-            let shard = Shard { index: i, count: 2 };
-            let trials = all_trials()
-                .into_iter()
-                .filter(|t| shard.owns(params.seeds.iter().position(|&s| s == t.seed).unwrap()))
-                .collect();
-            Report::assemble(params.clone(), Some(shard), trials, vec![])
-        };
-        let (one, two) = (shard_of(1), shard_of(2));
-        let mut removed = one.clone();
-        removed.trials.remove(1);
-        let err = merge(vec![
-            ("a.json".into(), removed),
-            ("b.json".into(), two.clone()),
-        ])
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.starts_with("a.json: trial env") && err.contains("is missing"),
-            "{err}"
-        );
-        let mut foreign = one.clone();
-        foreign.trials[0].seed = 99;
-        let err = merge(vec![
-            ("a.json".into(), foreign),
-            ("b.json".into(), two.clone()),
-        ])
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("seed 99 is not one of shard 1/2"), "{err}");
-        let mut stolen = one.clone();
-        stolen.trials.push(two.trials[0].clone());
-        let err = merge(vec![
-            ("a.json".into(), stolen),
-            ("b.json".into(), two.clone()),
-        ])
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("is not one of shard 1/2"), "{err}");
-        assert!(merge(vec![("a.json".into(), one), ("b.json".into(), two)]).is_ok());
-    }
-
-    #[test]
     fn not_applicable_is_never_passed_nor_failed() {
         let mut t = trial("b-env", 5, true, true);
         t.checks[1].applicable = false;
@@ -774,6 +626,8 @@ mod tests {
             steps: 1,
             checks: vec!["same".into(), "other".into()],
             goldens: vec![],
+            rollouts: None,
+            env_params: vec![],
         };
         let mut trials = Vec::new();
         for seed in (0..n).rev() {
@@ -828,37 +682,6 @@ mod tests {
         assert_eq!(row.errors, 1);
         assert!(!row.passed, "an error still fails the row");
         assert!(!r.passed);
-    }
-
-    #[test]
-    fn merge_refuses_out_of_range_shards_naming_the_file() {
-        let params = sample_params();
-        let good = Report::assemble(
-            params.clone(),
-            Some(Shard { index: 1, count: 2 }),
-            vec![],
-            vec![],
-        );
-        for (index, count) in [(0, 2), (3, 2), (0, 0), (1, 0)] {
-            let mut bad = good.clone();
-            bad.shard = Some(Shard { index, count });
-            let json = String::from_utf8(bad.to_json()).unwrap();
-            let back = Report::from_json(json.as_bytes(), "bad.json").unwrap();
-            for inputs in [
-                vec![("bad.json".to_string(), back.clone())],
-                vec![
-                    ("good.json".to_string(), good.clone()),
-                    ("bad.json".to_string(), back),
-                ],
-            ] {
-                let err = merge(inputs).unwrap_err();
-                assert!(
-                    matches!(&err, ReportError::Mismatch { what, .. } if what == "bad.json"),
-                    "{index}/{count}: {err}"
-                );
-                assert!(err.to_string().contains("needs 1 <= I <= N"), "{err}");
-            }
-        }
     }
 
     #[test]

@@ -35,7 +35,10 @@ use crate::check::{
 };
 use crate::env::EnvFactory;
 use crate::golden::Golden;
-use crate::report::{AuditRecord, CheckOutcome, GoldenOutcome, Shard, Timeline, Trial};
+use crate::report::{
+    AuditRecord, CheckOutcome, ContractInfo, EnvAbout, EpisodeGroup, GoldenOutcome, Shard,
+    Timeline, Trial,
+};
 
 /// Makes the factory of an env name (the caller knows which names exist), or says why not.
 pub type Resolver<'a> = dyn Fn(&str) -> Result<Box<dyn EnvFactory>, String> + 'a;
@@ -178,15 +181,15 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
     let session = env.factory.session();
     let factory = session.as_deref().unwrap_or(env.factory);
     let mut trial = Trial {
-        env: env.id.clone(),
-        seed,
-        audit: None,
-        checks: Vec::new(),
         error: None,
+        ..Trial::errored(&env.id, seed, String::new())
     };
     let mut errors = Vec::new();
     match audit(factory, seed, options.steps) {
-        Ok(record) => trial.audit = Some(record),
+        Ok((record, about)) => {
+            trial.audit = Some(record);
+            trial.about = Some(about);
+        }
         Err(e) => errors.push(format!("reset-contract audit: {e}")),
     }
     let cfg = options.check_config(seed, env.seedless);
@@ -195,7 +198,12 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
     kinds.dedup();
     for kind in kinds {
         match run_check(kind, factory, &cfg, Some(env.runner)) {
-            Ok(outcome) => trial.checks.push(check_record(kind.short(), &outcome)),
+            Ok(outcome) => {
+                if kind == CheckKind::SameSeed {
+                    trial.episodes = EpisodeGroup::group(&outcome.episodes);
+                }
+                trial.checks.push(check_record(kind.short(), &outcome));
+            }
             Err(e) => errors.push(format!("{} check: {e}", kind.short())),
         }
     }
@@ -205,17 +213,30 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
     trial
 }
 
-fn audit(factory: &dyn EnvFactory, seed: u64, steps: u64) -> Result<AuditRecord, String> {
+/// The audit of one seed, and what the env says about itself (its id, the contract the audit
+/// held it to).
+fn audit(
+    factory: &dyn EnvFactory,
+    seed: u64,
+    steps: u64,
+) -> Result<(AuditRecord, EnvAbout), String> {
     let mut env = factory.make().map_err(|e| e.to_string())?;
-    let contract = match env.contract() {
-        Some(c) => c,
-        None => inferred_contract(factory, seed).map_err(|e| e.to_string())?,
+    let (contract, declared) = match env.contract() {
+        Some(c) => (c, true),
+        None => (
+            inferred_contract(factory, seed).map_err(|e| e.to_string())?,
+            false,
+        ),
+    };
+    let about = EnvAbout {
+        env_id: env.spec().id.clone(),
+        contract: ContractInfo::of(&contract, declared),
     };
     let record = audit_trial(env.as_mut(), &contract, seed, steps, &mut |_| Ok(()));
     let closed = env.close();
     let record = record.map_err(|e| e.to_string())?;
     closed.map_err(|e| e.to_string())?;
-    Ok(audit_record(&record))
+    Ok((audit_record(&record), about))
 }
 
 fn audit_record(r: &TrialRecord) -> AuditRecord {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use lockstep::check::ProcessRunner;
 use lockstep::golden::{self, Golden};
-use lockstep::report::{render_html, Report, RunParams};
+use lockstep::report::{render_html, EnvParams, Report, RunParams};
 use lockstep::suite::{parse_checks, run_here, SuiteEnv, SuiteOptions};
 use lockstep::trace::{rollout, Recorded, RolloutOptions};
 use lockstep_protocol::{ProcessEnvFactory, ProcessOptions};
@@ -124,6 +124,13 @@ pub fn check(
         steps,
         checks,
         goldens: Vec::new(),
+        rollouts: None,
+        // A Python env object: it runs in this interpreter, by no command a replay could give.
+        env_params: vec![EnvParams {
+            env: env_id.clone(),
+            seedless: false,
+            command: None,
+        }],
     };
     let report = py.detach(|| {
         let suite_env = [SuiteEnv {

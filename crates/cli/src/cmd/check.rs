@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use lockstep::golden::Golden;
-use lockstep::report::{render_html_with, ReplayCommand, Report, RunParams, Shard, Trial};
+use lockstep::report::{
+    render_html_with, EnvParams, ExternalCommand, ReplayCommand, Report, RunParams, Shard, Trial,
+};
 use lockstep::suite::{parse_checks, run_isolated, shard_work, SuiteOptions};
 
 use crate::envs::{EnvSource, ExternalEnvArgs};
@@ -164,16 +166,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (i, id) in envs.iter().enumerate() {
         let external = external_argv.as_ref().filter(|_| i + 1 == envs.len());
         let args_of = match external {
-            Some(argv) => {
-                let mut a = vec![
-                    "--cmd".to_string(),
-                    "--timeout".to_string(),
-                    args.external.timeout.to_string(),
-                    "--".to_string(),
-                ];
-                a.extend(argv.iter().cloned());
-                a
-            }
+            Some(argv) => external_args(&ExternalCommand {
+                argv: argv.clone(),
+                timeout: args.external.timeout,
+                startup_timeout: args.external.startup_timeout,
+            }),
             None => {
                 crate::envs::resolve(id)?;
                 vec!["--env".to_string(), id.clone()]
@@ -204,7 +201,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     check_writable_dir(&args.out)?;
 
-    let params = RunParams {
+    let mut params = RunParams {
         envs: envs.clone(),
         seeds: seeds.clone(),
         steps: args.steps,
@@ -213,6 +210,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .golden
             .iter()
             .map(|p| p.display().to_string())
+            .collect(),
+        rollouts: args.rollouts,
+        env_params: worker_envs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| EnvParams {
+                env: e.id.clone(),
+                seedless: e.seedless,
+                command: external_argv
+                    .as_ref()
+                    .filter(|_| i + 1 == envs.len())
+                    .map(|argv| ExternalCommand {
+                        argv: argv.clone(),
+                        timeout: args.external.timeout,
+                        startup_timeout: args.external.startup_timeout,
+                    }),
+            })
             .collect(),
     };
     let options = SuiteOptions {
@@ -249,14 +263,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|(_, g)| g.clone())
         .collect();
 
-    // This very CLI re-run (the interpreter and `-m lockstep` when it runs inside Python).
-    let me = crate::child_runner::ChildRunner::current()?;
-    let workers = Workers {
-        exe: me.exe,
-        prefix: me.prefix,
-        envs: worker_envs,
-        options,
-    };
     // An external env that cannot start is one error, printed once; its trials are not run
     // (not started again for every seed and check).
     let sources = envs
@@ -270,7 +276,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok((id.clone(), source))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let broken = crate::envs::probe_all(&sources);
+    let probed = crate::envs::probe_all(&sources);
+    let broken: Vec<Option<String>> = probed.iter().map(|p| p.clone().err()).collect();
+    // An external env goes by its handshake `env_id` (its command line stays in
+    // `params.env_params`), unless another env of the run has that name.
+    if let Some(Ok(Some(env_id))) = probed.last().filter(|_| external_argv.is_some()) {
+        let last = envs.len() - 1;
+        if !envs.contains(env_id) {
+            envs[last] = env_id.clone();
+            worker_envs[last].id = env_id.clone();
+            params.envs[last] = env_id.clone();
+            params.env_params[last].env = env_id.clone();
+        }
+    }
+    // This very CLI re-run (the interpreter and `-m lockstep` when it runs inside Python).
+    let me = crate::child_runner::ChildRunner::current()?;
+    let workers = Workers {
+        exe: me.exe,
+        prefix: me.prefix,
+        envs: worker_envs,
+        options,
+    };
     let runnable: Vec<(usize, u64)> = work
         .iter()
         .filter(|(e, _)| broken[*e].is_none())
@@ -286,7 +312,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let goldens = verified.into_iter().map(|(g, _)| g).collect();
 
     let report = Report::assemble(params, shard, trials, goldens);
-    let replay = |t: &Trial, failed: &[&str]| replay_command(&workers, &args, t, failed);
+    // Built from the report alone, as `report merge` builds them: the same commands either way.
+    let replay = replay_from_report(&report);
     // The results are printed before the report is written: a write that fails at the end
     // must not lose them.
     crate::output::print(&crate::render::summary_text(&report, &replay, args.verbose))?;
@@ -307,26 +334,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }))
 }
 
-/// The command that replays a trial's failed checks (every failure ends with it), with every
-/// flag that decides the result; with no check named, the `lockstep check` of that one seed,
-/// which re-runs its reset-contract audit.
-fn replay_command(workers: &Workers, args: &Args, t: &Trial, failed: &[&str]) -> Option<String> {
-    let e = workers.envs.iter().find(|e| e.id == t.env)?;
-    Some(replay_of(e, args.steps, args.rollouts, t, failed))
+/// The flags that name an external env for a worker or a replay command: `--cmd`, its
+/// limits, and its command line after `--`, last.
+fn external_args(c: &ExternalCommand) -> Vec<String> {
+    let mut a = vec![
+        "--cmd".to_string(),
+        "--timeout".to_string(),
+        c.timeout.to_string(),
+    ];
+    if let Some(s) = c.startup_timeout {
+        a.extend(["--startup-timeout".to_string(), s.to_string()]);
+    }
+    a.push("--".to_string());
+    a.extend(c.argv.iter().cloned());
+    a
 }
 
-/// The replay commands of a report read back (`report merge`): built-in envs only, from the
-/// report's parameters. The report does not record `--rollouts`, `--seedless` or an external
-/// command's flags, so the commands are those of a run at their defaults.
+/// The command that replays a trial's failed checks (every failure ends with it), with every
+/// flag that decides the result (`--steps`, `--rollouts`, `--seedless`, an external env's
+/// command and limits), all read from the report's parameters, so that `check` and
+/// `report merge` give the same commands; with no check named, the `lockstep check` of that
+/// one seed, which re-runs its reset-contract audit. `None` for an env the report does not
+/// say how to run (a built-in name this lockstep does not know).
 pub fn replay_from_report(report: &Report) -> impl Fn(&Trial, &[&str]) -> Option<String> + '_ {
     move |t, failed| {
-        crate::envs::resolve(&t.env).ok()?;
+        let p = report.params.env_params_of(&t.env);
+        let args = match &p.command {
+            Some(c) => external_args(c),
+            None => {
+                crate::envs::resolve(&t.env).ok()?;
+                vec!["--env".to_string(), t.env.clone()]
+            }
+        };
         let e = WorkerEnv {
             id: t.env.clone(),
-            args: vec!["--env".to_string(), t.env.clone()],
-            seedless: false,
+            args,
+            seedless: p.seedless,
         };
-        Some(replay_of(&e, report.params.steps, None, t, failed))
+        Some(replay_of(
+            &e,
+            report.params.steps,
+            report.params.rollouts,
+            t,
+            failed,
+        ))
     }
 }
 
@@ -345,7 +396,7 @@ fn replay_of(
         .unwrap_or(e.args.len());
     let (flags, argv) = e.args.split_at(split);
     if failed.is_empty() {
-        return audit_command(steps, e, t.seed, flags, argv);
+        return audit_command(steps, rollouts, e, t.seed, flags, argv);
     }
     let mut words = vec!["lockstep".to_string(), "replay".to_string()];
     words.extend(flags.iter().cloned());
@@ -370,6 +421,7 @@ fn replay_of(
 /// `lockstep check` of one env and seed, the replay of a failed reset-contract audit.
 fn audit_command(
     steps: u64,
+    rollouts: Option<usize>,
     e: &WorkerEnv,
     seed: u64,
     flags: &[String],
@@ -387,6 +439,9 @@ fn audit_command(
         "--steps".to_string(),
         steps.to_string(),
     ]);
+    if let Some(r) = rollouts {
+        words.extend(["--rollouts".to_string(), r.to_string()]);
+    }
     if e.seedless {
         let name = if flags.first().is_some_and(|f| f == "--cmd") {
             "cmd".to_string()

@@ -273,6 +273,37 @@ pub struct CheckOutcome {
     /// report draws them as a timeline with the first divergent step marked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<(Vec<Digest>, Vec<Digest>)>,
+    /// The same-seed check's rollouts, in order: how long each was and what it returned, for
+    /// the report's per-seed plots (empty for the other checks). Not part of the check's JSON.
+    #[serde(skip)]
+    pub episodes: Vec<EpisodeStat>,
+}
+
+/// How long one rollout was and what each agent got in it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EpisodeStat {
+    /// Steps taken (the reset not counted).
+    pub steps: u64,
+    /// Every agent terminated or truncated before the step budget ran out.
+    pub finished: bool,
+    /// Sum of each agent's rewards over the steps.
+    pub returns: std::collections::BTreeMap<String, f64>,
+}
+
+impl EpisodeStat {
+    pub fn of(trace: &crate::trace::Trace) -> EpisodeStat {
+        let mut returns = std::collections::BTreeMap::new();
+        for step in trace.step_digests.iter().skip(1) {
+            for (agent, a) in &step.agents {
+                *returns.entry(agent.clone()).or_insert(0.0) += a.reward;
+            }
+        }
+        EpisodeStat {
+            steps: trace.step_digests.len().saturating_sub(1) as u64,
+            finished: trace.end == crate::trace::End::Done,
+            returns,
+        }
+    }
 }
 
 fn applies() -> bool {
@@ -293,6 +324,7 @@ impl CheckOutcome {
             transitions: 0,
             divergence: None,
             timeline: None,
+            episodes: Vec::new(),
         }
     }
 
@@ -407,6 +439,7 @@ impl Ctx<'_> {
             transitions: reference.trace.step_digests.len() as u64,
             divergence,
             timeline: None,
+            episodes: Vec::new(),
         }
     }
 
@@ -466,8 +499,9 @@ impl Ctx<'_> {
                 format!("rollout {} (same instance)", r + 1)
             }
         };
-        match found {
-            None => Ok(self.outcome(
+        let episodes: Vec<EpisodeStat> = runs.iter().map(|r| EpisodeStat::of(&r.trace)).collect();
+        let outcome = match found {
+            None => self.outcome(
                 &runs[0],
                 label(0),
                 label(n - 1),
@@ -478,15 +512,19 @@ impl Ctx<'_> {
                     runs[0].trace.episode.short(),
                     runs[0].trace.step_digests.len()
                 ),
-            )),
+            ),
             Some(c) => {
                 let again = self.same_seed_runs(Some(c.divergence.step), c.right + 1)?;
                 let d = localise(&runs, &again, &c);
                 let (l, r) = (label(c.left), label(c.right));
                 let summary = self.fail_summary(&d, &l, &r);
-                Ok(self.failed((&runs[c.left], &runs[c.right]), l, r, d, summary))
+                self.failed((&runs[c.left], &runs[c.right]), l, r, d, summary)
             }
-        }
+        };
+        Ok(CheckOutcome {
+            episodes,
+            ..outcome
+        })
     }
 
     fn other_seed(&self) -> Result<CheckOutcome, CheckError> {

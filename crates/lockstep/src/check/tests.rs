@@ -327,7 +327,19 @@ fn outcomes_convert_to_values() {
     assert_eq!(d["step"], Value::from(1i64));
     let json = serde_json::to_string(&all).unwrap();
     let back: Vec<CheckOutcome> = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, all);
+    // The same-seed check's per-rollout lengths and returns feed the report's plots; they are
+    // not part of the check's JSON, so they do not come back.
+    let same = outcome(&all, SameSeed);
+    assert_eq!(same.episodes.len(), CheckConfig::new(42, 100).rollouts);
+    assert!(same.episodes.iter().all(|e| e.steps > 0));
+    let without: Vec<CheckOutcome> = all
+        .iter()
+        .map(|o| CheckOutcome {
+            episodes: Vec::new(),
+            ..o.clone()
+        })
+        .collect();
+    assert_eq!(back, without);
 }
 
 #[test]

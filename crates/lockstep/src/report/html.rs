@@ -5,8 +5,17 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+mod detail_table;
+mod divergence;
+mod env_panel;
+mod plots;
+mod timeline;
+
+use divergence::{divergence_table, value_cell};
+use timeline::timeline_svg;
+
 use super::groups::{failure_groups, seed_list as seeds_of, FailureGroup, FailureKind};
-use super::{AuditRecord, CheckOutcome, Report, Tally, Timeline, Trial, CHECK_NAMES};
+use super::{AuditRecord, CheckOutcome, Report, Tally, Trial, CHECK_NAMES};
 
 /// Gives the command that replays a trial's failed checks (named), when there is one; with no
 /// checks named, the command that re-runs the trial's reset-contract audit.
@@ -14,9 +23,6 @@ pub type ReplayCommand<'a> = dyn Fn(&Trial, &[&str]) -> Option<String> + 'a;
 
 /// Most rows of a field-level diff shown per failure (report.json has all of them).
 const DIFF_ROWS_MAX: usize = 20;
-
-/// Most steps drawn in a timeline; longer runs show a window around the first divergence.
-const TIMELINE_CELLS_MAX: usize = 120;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1d1d1f;max-width:1200px}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em}table{border-collapse:collapse;margin:.5em 0}\
@@ -26,7 +32,10 @@ code,pre{font:12px/1.4 ui-monospace,monospace}pre{background:#f7f7f7;padding:.5e
 .diff td pre{background:transparent}.diff td.before{background:#fdecea}.diff td.after{background:#e8f5e9}.verdict{font-size:1.2em}\
 details{margin:.3em 0}section.failure{border-left:4px solid #b3261e;padding-left:1em;margin:1em 0}\
 pre.replay{background:#1d1d1f;color:#f5f5f7;padding:.6em;user-select:all;white-space:pre-wrap}\
-table.divergence th{width:9em}svg.timeline{max-width:100%;height:auto;display:block;margin:.4em 0}ul.errors{margin:.3em 0}.legend{color:#555;max-width:60em}";
+table.divergence th{width:9em}table.nested,table.states table{margin:0}table.nested th,table.nested td{padding:.1em .4em}\
+tr.differs>th{background:#fdecea}details.detail>summary{cursor:pointer;color:#555}section.env{border-left:4px solid #1565c0;padding-left:1em;margin:1em 0}\
+div.plots{display:flex;flex-wrap:wrap;gap:1.5em}svg.plot{display:block}p.plots-caption{color:#333;max-width:60em}\
+svg.timeline{max-width:100%;height:auto;display:block;margin:.4em 0}ul.errors{margin:.3em 0}.legend{color:#555;max-width:60em}";
 
 /// Renders the report as a complete HTML document, without replay commands.
 pub fn render_html(report: &Report) -> String {
@@ -63,6 +72,7 @@ pub fn render_html_with(report: &Report, replay: &ReplayCommand<'_>) -> String {
     summary_table(&mut h, report);
     failures(&mut h, report, replay);
     goldens(&mut h, report);
+    env_panel::env_panels(&mut h, report);
     passing(&mut h, report);
     h.push_str("</body></html>\n");
     h
@@ -162,11 +172,20 @@ fn failure_group(h: &mut String, g: &FailureGroup<'_>, replay: &ReplayCommand<'_
             FailureKind::ResetContract => {
                 if let Some(a) = &t.audit {
                     audit_failure(h, a);
+                    audit_detail(h, t.seed, a);
                 }
             }
             FailureKind::Check(name) => {
                 if let Some(c) = t.checks.iter().find(|c| c.check == name) {
                     check_failure(h, c);
+                    if let Some(d) = &c.divergence {
+                        let _ = writeln!(
+                            h,
+                            "<details class=\"detail\"><summary>full detail of seed {}</summary>{}</details>",
+                            t.seed,
+                            detail_table::detail_table(d, &[])
+                        );
+                    }
                 }
             }
         }
@@ -239,6 +258,30 @@ fn audit_failure(h: &mut String, a: &AuditRecord) {
     }
 }
 
+/// Behind a toggle: the states before and after the reset side by side (kept for a trial that
+/// does not conform), then the rest of the audit record, as tables.
+fn audit_detail(h: &mut String, seed: u64, a: &AuditRecord) {
+    let _ = write!(
+        h,
+        "<details class=\"detail\"><summary>full detail of seed {seed}: the states before and after the reset (in red: the fields that differ from a fresh instance), the audit record</summary>"
+    );
+    if let (Some(before), Some(after)) = (a.detail.get("contaminated"), a.detail.get("after_reset"))
+    {
+        h.push_str(&detail_table::states_table(
+            before,
+            after,
+            "before the reset (after an episode)",
+            "after reset(seed)",
+            &a.different_fields,
+        ));
+    }
+    h.push_str(&detail_table::detail_table(
+        &a.detail,
+        &["contaminated", "after_reset"],
+    ));
+    h.push_str("</details>\n");
+}
+
 fn check_failure(h: &mut String, c: &CheckOutcome) {
     let _ = writeln!(h, "<p class=\"fail\">{}</p>", esc(&c.summary));
     if let Some(d) = &c.divergence {
@@ -253,238 +296,8 @@ fn check_failure(h: &mut String, c: &CheckOutcome) {
     }
 }
 
-/// The first divergence as a small table: step, agent, key, element, both values, the note.
-fn divergence_table(h: &mut String, d: &Value, left: &str, right: &str) {
-    let text = |p: &str| d.pointer(p).map(plain);
-    let mut rows: Vec<(String, String)> = Vec::new();
-    if let Some(step) = text("/step") {
-        rows.push(("step".into(), step));
-    }
-    if let Some(agent) = text("/site/agent") {
-        rows.push(("agent".into(), agent));
-    }
-    let what = text("/site/key").or_else(|| text("/site/kind"));
-    if let Some(key) = what {
-        rows.push(("key".into(), key));
-    }
-    let (a, b) = match d.pointer("/detail/kind").and_then(Value::as_str) {
-        Some("element") => {
-            rows.push((
-                "element".into(),
-                format!(
-                    "{} {} ({})",
-                    text("/detail/index").unwrap_or_default(),
-                    text("/detail/multi_index").unwrap_or_default(),
-                    text("/detail/dtype").unwrap_or_default()
-                ),
-            ));
-            (text("/detail/left"), text("/detail/right"))
-        }
-        Some("info") => {
-            rows.push((
-                "info".into(),
-                text("/detail/changes/0/pointer").unwrap_or_default(),
-            ));
-            (
-                text("/detail/changes/0/left"),
-                text("/detail/changes/0/right"),
-            )
-        }
-        Some("log") => {
-            rows.push((
-                "log line".into(),
-                format!(
-                    "{}, char {}",
-                    text("/detail/line").unwrap_or_default(),
-                    text("/detail/char_index").unwrap_or_default()
-                ),
-            ));
-            (text("/detail/left"), text("/detail/right"))
-        }
-        Some("layout") => (
-            Some(format!(
-                "{} {}",
-                text("/detail/left_dtype").unwrap_or_default(),
-                text("/detail/left_shape").unwrap_or_default()
-            )),
-            Some(format!(
-                "{} {}",
-                text("/detail/right_dtype").unwrap_or_default(),
-                text("/detail/right_shape").unwrap_or_default()
-            )),
-        ),
-        _ => (text("/site/left"), text("/site/right")),
-    };
-    if let Some(a) = a {
-        rows.push((left.to_string(), a));
-    }
-    if let Some(b) = b {
-        rows.push((right.to_string(), b));
-    }
-    if let Some(note) = text("/note") {
-        rows.push(("note".into(), note));
-    }
-    h.push_str("<table class=\"divergence\"><caption>first divergence</caption><tbody>");
-    for (k, v) in rows {
-        let _ = write!(
-            h,
-            "<tr><th>{}</th><td><code>{}</code></td></tr>",
-            esc(&k),
-            esc(&v)
-        );
-    }
-    h.push_str("</tbody></table>\n");
-}
-
-/// A value in words for a table cell: strings bare, numbers and flags as written, lists of
-/// scalars joined with commas, containers of containers by their size.
-fn plain(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(a) if a.iter().all(|x| !x.is_array() && !x.is_object()) => {
-            format!("[{}]", a.iter().map(plain).collect::<Vec<_>>().join(", "))
-        }
-        Value::Array(a) => format!("a list of {} item(s)", a.len()),
-        Value::Object(o) => format!("an object with {} key(s)", o.len()),
-        other => other.to_string(),
-    }
-}
-
-/// A diff value: a scalar as written, an object as a nested key/value table (never JSON text).
-fn value_cell(v: &Value) -> String {
-    match v {
-        Value::Object(o) if !o.is_empty() => {
-            let mut s = String::from("<table>");
-            for (k, x) in o {
-                let _ = write!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(k), value_cell(x));
-            }
-            s.push_str("</table>");
-            s
-        }
-        Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => {
-            let mut s = String::from("<table>");
-            for (i, x) in a.iter().enumerate() {
-                let _ = write!(s, "<tr><th>{i}</th><td>{}</td></tr>", value_cell(x));
-            }
-            s.push_str("</table>");
-            s
-        }
-        Value::String(text) => format!("<code>{}</code>", esc(&format!("{text:?}"))),
-        other => format!("<code>{}</code>", esc(&plain(other))),
-    }
-}
-
 fn short(hex: Option<&str>) -> &str {
     hex.map_or("-", |h| &h[..h.len().min(16)])
-}
-
-/// Two rows of step cells (one per run): equal digests green, differing red, absent grey;
-/// under them a step axis, and the first divergent step marked and labelled in full. Every
-/// timeline uses the same scale (one cell per step), so the checks of a trial line up.
-pub(crate) fn timeline_svg(t: &Timeline) -> String {
-    let steps = t.left.len().max(t.right.len());
-    let first = t.first_divergent_step.map(|s| s as usize);
-    let start = match first {
-        Some(f) if steps > TIMELINE_CELLS_MAX => f
-            .saturating_sub(TIMELINE_CELLS_MAX / 4)
-            .min(steps - TIMELINE_CELLS_MAX),
-        _ => 0,
-    };
-    let end = (start + TIMELINE_CELLS_MAX).min(steps);
-    // Short episodes get wider cells (a 2-step run is not two specks), long ones 8px; the
-    // width depends only on the episode length, so the checks of a trial share one scale.
-    let cell = (480 / steps.max(1)).clamp(8, 24);
-    // About 6.5px a character at 11px.
-    let text_w = |chars: usize| chars * 13 / 2;
-    let longest = t
-        .left_label
-        .chars()
-        .count()
-        .max(t.right_label.chars().count());
-    let label_w = (text_w(longest) + 12).max(90);
-    let first_label = first.map(|f| format!("first divergent step {f}"));
-    let x_of = |i: usize| label_w + (i - start) * cell;
-    let cells_w = (end - start) * cell;
-    // Wide enough for the whole label of the first divergent step wherever it falls.
-    let label_end = first
-        .filter(|f| (start..end).contains(f))
-        .zip(first_label.as_ref())
-        .map_or(0, |(f, l)| x_of(f) + text_w(l.chars().count()) + 8);
-    let width = (label_w + cells_w + 20).max(label_end);
-    let height = 96usize;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
-         role=\"img\" aria-label=\"per-step digests of two runs, steps {start} to {}\">",
-        end.saturating_sub(1)
-    );
-    for (row, (label, digests)) in [(&t.left_label, &t.left), (&t.right_label, &t.right)]
-        .into_iter()
-        .enumerate()
-    {
-        let y = 10 + row * 22;
-        let _ = write!(
-            s,
-            "<text x=\"0\" y=\"{}\" font-size=\"11\">{}</text>",
-            y + 10,
-            esc(label)
-        );
-        for i in start..end {
-            let colour = match (t.left.get(i), t.right.get(i)) {
-                (Some(a), Some(b)) if a == b => "#4caf50",
-                (Some(_), Some(_)) => "#e53935",
-                _ => "#bdbdbd",
-            };
-            let present = digests.get(i).is_some();
-            let _ = write!(
-                s,
-                "<rect x=\"{}\" y=\"{y}\" width=\"{}\" height=\"14\" fill=\"{}\"><title>step {i}: {}</title></rect>",
-                x_of(i),
-                cell - 1,
-                if present { colour } else { "#eeeeee" },
-                esc(digests.get(i).map_or("absent", |d| d.as_str()))
-            );
-        }
-    }
-    // The step axis: a tick every 1, 5, 10, 25, 50... steps, about ten ticks in all.
-    let span = end - start;
-    let tick = [1usize, 5, 10, 25, 50, 100]
-        .into_iter()
-        .find(|k| span / k <= 12)
-        .unwrap_or(100);
-    let axis_y = 56;
-    let _ = write!(
-        s,
-        "<g class=\"axis\"><line x1=\"{label_w}\" y1=\"{axis_y}\" x2=\"{}\" y2=\"{axis_y}\" stroke=\"#888\"/>\
-         <text x=\"0\" y=\"{}\" font-size=\"11\" fill=\"#555\">step</text>",
-        label_w + cells_w,
-        axis_y + 12
-    );
-    for i in (start..end).filter(|i| i % tick == 0) {
-        let x = x_of(i) + cell / 2;
-        let _ = write!(
-            s,
-            "<line x1=\"{x}\" y1=\"{axis_y}\" x2=\"{x}\" y2=\"{}\" stroke=\"#888\"/>\
-             <text x=\"{x}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" fill=\"#555\">{i}</text>",
-            axis_y + 4,
-            axis_y + 14
-        );
-    }
-    s.push_str("</g>");
-    if let (Some(f), Some(label)) = (first.filter(|f| (start..end).contains(f)), &first_label) {
-        let x = x_of(f);
-        let _ = write!(
-            s,
-            "<line x1=\"{x}\" y1=\"4\" x2=\"{x}\" y2=\"{}\" stroke=\"#000\" stroke-width=\"2\"/>\
-             <text class=\"first\" x=\"{x}\" y=\"{}\" font-size=\"11\" font-weight=\"600\">{}</text>",
-            axis_y + 20,
-            axis_y + 32,
-            esc(label)
-        );
-    }
-    s.push_str("</svg>\n");
-    s
 }
 
 fn goldens(h: &mut String, report: &Report) {
@@ -662,78 +475,10 @@ mod tests {
     }
 
     #[test]
-    fn divergence_is_a_table_in_words() {
-        let mut h = String::new();
-        let d = serde_json::json!({"step": 1, "site": {"kind": "obs", "agent": "blue", "key": "noise"},
-            "detail": {"kind": "element", "index": 0, "multi_index": [0], "dtype": "float32", "left": "0.5", "right": "0.7"},
-            "note": "a re-run to step 1 did not reproduce the difference"});
-        divergence_table(&mut h, &d, "seed 0 solo", "seed 0 interleaved");
-        for row in [
-            "<th>step</th><td><code>1</code>",
-            "<th>agent</th><td><code>blue</code>",
-            "<th>key</th><td><code>noise</code>",
-            "<th>element</th><td><code>0 [0] (float32)</code>",
-            "<th>seed 0 solo</th><td><code>0.5</code>",
-            "<th>seed 0 interleaved</th><td><code>0.7</code>",
-            "<th>note</th><td><code>a re-run",
-        ] {
-            assert!(h.contains(row), "{row}: {h}");
-        }
-        let cell = value_cell(&serde_json::json!({"json": {"side": "left"}, "size": 17}));
-        assert!(
-            cell.contains("<th>side</th><td><code>&quot;left&quot;</code>") && !cell.contains('{'),
-            "{cell}"
-        );
-    }
-
-    #[test]
     fn text_is_escaped() {
         assert_eq!(
             esc("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
-    }
-
-    #[test]
-    fn long_timelines_show_a_window_around_the_divergence() {
-        let left: Vec<String> = (0..1000).map(|i| format!("{i:02x}")).collect();
-        let mut right = left.clone();
-        right[700] = "zz".into();
-        let svg = timeline_svg(&Timeline {
-            left_label: "a".into(),
-            right_label: "b".into(),
-            left,
-            right,
-            first_divergent_step: Some(700),
-        });
-        assert!(svg.contains("first divergent step 700"));
-        // A step axis with labelled ticks, and the label of the divergence inside the picture.
-        assert!(
-            svg.contains("text-anchor=\"middle\" fill=\"#555\">700</text>"),
-            "{svg}"
-        );
-        let width: usize = svg
-            .split("width=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let x: usize = svg
-            .split("class=\"first\" x=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(
-            x + "first divergent step 700".len() * 6 < width,
-            "label fits: {x} {width}"
-        );
-        assert_eq!(svg.matches("<rect").count(), 2 * TIMELINE_CELLS_MAX);
     }
 }
