@@ -1,4 +1,4 @@
-"""The lockstep/1 request loop over a Gymnasium env or a PettingZoo parallel env.
+"""The lockstep/1 and lockstep/2 request loop over a Gymnasium or PettingZoo env.
 
 The protocol owns the process's real standard output: before anything else runs, file
 descriptor 1 is duplicated for the protocol and then pointed at standard error, so a ``print``
@@ -10,8 +10,9 @@ import json
 import os
 import sys
 import traceback
+import warnings
 
-from . import wire
+from . import instances, wire
 from .wire import PROTOCOL, PROTOCOL_V2
 
 
@@ -119,6 +120,9 @@ class Served:
             "contract": contract,
             # lockstep/2: several instances of this env in this process (docs/protocol.md).
             "upgrades": [PROTOCOL_V2],
+            # lockstep/2: each instance runs on its own thread, so requests to different
+            # instances may be in flight at once and are answered as they finish.
+            "threads": True,
             # lockstep/2's fork op (the forked-workers check) needs os.fork (Unix).
             "fork": hasattr(os, "fork"),
             # An env without randomness says so (docs/replay.md): its other-seed check is then
@@ -290,14 +294,7 @@ class AECServed(Served):
         return self._turn()
 
 
-def _error(exc):
-    return wire.dumps(
-        {
-            "ok": False,
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        }
-    )
+_error = instances.error_reply
 
 
 def _start_failure(exc):
@@ -309,20 +306,32 @@ def _start_failure(exc):
     return hello
 
 
+def _call(served, op, request):
+    """One env request (reset, step, state) to one instance: the reply text without its id."""
+    if op == "step":
+        return served.step(request["actions"])
+    if op == "reset":
+        return served.reset(request["seed"], request.get("options"))
+    if op == "state":
+        return '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
+    raise ValueError(f"unknown op {op!r}")
+
+
 def serve(make, out=None, inp=None):
     """Runs the request loop. ``make()`` returns a :class:`Served`; a failure there is answered
     with a handshake that says ``ok: false``.
 
-    The loop speaks lockstep/1 until lockstep asks for ``upgrade`` to lockstep/2; from then on
-    every env request names its ``instance`` (0 is the env the handshake describes), ``create``
-    makes one more with ``make()``, and ``close`` ends one instance; end of input ends them all.
+    The loop speaks lockstep/1 until lockstep asks for ``upgrade`` to lockstep/2, answering on
+    this thread. From then on every env request names its ``instance`` (0 is the env the
+    handshake describes), ``create`` makes one more with ``make()``, ``close`` ends one
+    instance, end of input ends them all; and every instance runs on a thread of its own
+    (:mod:`lockstep_adapter.instances`), so requests to different instances run at once and
+    are answered as they finish (the handshake's ``"threads": true``).
     """
     out = out if out is not None else claim_stdout()
     inp = inp if inp is not None else sys.stdin.buffer
-
-    def send(text):
-        out.write(text.encode("utf-8") + b"\n")
-        out.flush()
+    sender = instances.Sender(out)
+    send = sender.send
 
     try:
         served = make()
@@ -334,15 +343,16 @@ def serve(make, out=None, inp=None):
         return 1
     send(wire.dumps(hello))
 
-    instances = {0: served}
-    upgraded = False
+    pool = None  # the instances' threads, from the upgrade on
     in_fork = False
     created = 0
     while True:
         line = inp.readline()
         if not line:
-            for each in instances.values():
-                each.close()
+            if pool is None:
+                served.close()
+            else:
+                pool.close_all()
             return 0
         rid = "null"
         try:
@@ -353,16 +363,16 @@ def serve(make, out=None, inp=None):
             if op == "upgrade":
                 if request.get("protocol") != PROTOCOL_V2:
                     raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
-                upgraded = True
+                if pool is None:
+                    pool = instances.Pool(sender)
+                    pool.add(0, served)
                 reply = '{"ok":true,"protocol":%s}' % json.dumps(PROTOCOL_V2)
             elif op == "fork":
                 # The fork answers this request and serves the next ones on the same pipes
                 # until end_fork; this process waits for it meanwhile and sends nothing.
-                if not upgraded or not hasattr(os, "fork"):
+                if pool is None or not hasattr(os, "fork"):
                     raise ValueError("fork needs lockstep/2 on a system with os.fork")
-                out.flush()
-                sys.stderr.flush()
-                pid = os.fork()
+                pid = _fork(pool, out)
                 if pid != 0:
                     os.waitpid(pid, 0)
                     continue
@@ -371,39 +381,70 @@ def serve(make, out=None, inp=None):
             elif op == "end_fork":
                 if not in_fork:
                     raise ValueError("end_fork outside a forked worker")
+                pool.wait_idle()
                 send('{"id":%s,"ok":true}' % rid)
                 sys.stderr.flush()
                 os._exit(0)
             elif op == "create":
-                if not upgraded:
+                if pool is None:
                     raise ValueError("create needs lockstep/2 (send upgrade first)")
                 created += 1
-                instances[created] = make()
-                reply = '{"ok":true,"instance":%d}' % created
+                number = created
+
+                def build(instance, number=number):
+                    # Built on its own thread, as every later call of it runs.
+                    instance.served = make()
+                    return '{"ok":true,"instance":%d}' % number
+
+                pool.add(number)
+                pool.submit(number, rid, build)
+                continue
+            elif pool is None:
+                # lockstep/1: one instance, answered on this thread.
+                if op == "close":
+                    served.close()
+                    send('{"id":%s,"ok":true}' % rid)
+                    return 0
+                reply = _call(served, op, request)
             else:
-                if upgraded:
-                    number = request["instance"]
-                    if number not in instances:
-                        raise ValueError(f"no instance {number!r}")
-                    target = instances[number]
-                else:
-                    target = served
-                if op == "step":
-                    reply = target.step(request["actions"])
-                elif op == "reset":
-                    reply = target.reset(request["seed"], request.get("options"))
-                elif op == "state":
-                    reply = '{"ok":true,"state":' + wire.dumps(target.state()) + "}"
-                elif op == "close":
-                    target.close()
-                    if not upgraded:
-                        send('{"id":%s,"ok":true}' % rid)
-                        return 0
-                    del instances[number]
-                    reply = '{"ok":true}'
-                else:
-                    raise ValueError(f"unknown op {op!r}")
+                number = request["instance"]
+                if number not in pool.instances:
+                    raise ValueError(f"no instance {number!r}")
+                if op == "close":
+
+                    def close(instance):
+                        if instance.served is not None:
+                            instance.served.close()
+                        return '{"ok":true}'
+
+                    pool.submit(number, rid, close)
+                    pool.remove(number)
+                    continue
+
+                def call(instance, op=op, request=request):
+                    if instance.served is None:
+                        raise ValueError(f"instance {instance.number} could not be created")
+                    return _call(instance.served, op, request)
+
+                pool.submit(number, rid, call)
+                continue
         except Exception as exc:  # noqa: BLE001 - every env failure is answered, not fatal
             reply = _error(exc)
-        # Every reply echoes its request's id, so a stray or lost line is caught at once.
-        send('{"id":' + rid + "," + reply[1:])
+        sender.reply(rid, reply)
+
+
+def _fork(pool, out):
+    """Forks once every instance is idle and no answer is being written: in the fork only
+    this thread survives, so no lock may be held by another thread at that moment (the
+    reason Python 3.12 warns about fork in a threaded process; the warning is silenced here
+    because that condition holds). The fork gives every instance a new thread."""
+    pool.wait_idle()
+    out.flush()
+    sys.stderr.flush()
+    with pool.sender.lock:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    if pid == 0:
+        pool.restart_threads()
+    return pid

@@ -30,6 +30,11 @@ module_rng     each new instance draws its start offset from a      0       ``ob
                module-level RNG that every step advances: a      (forked
                worker forked from a warm process starts          worker)
                elsewhere than one in a fresh process
+shared_scratch each step stages its position in a module-level     1       ``obs/pos``
+               buffer, releases the GIL (``time.sleep``, as I/O  (paral-
+               or a C extension does), then reads it back: a     lel)
+               race only instances stepped at the same time
+               show (lockstep/2 with ``"threads": true``)
 kept_timer     a ``Spawner`` object's timer survives ``reset``;    -       state
                episodes are unaffected, only the state shows it  (audit) ``/spawner``
                (with ``--fields spawner``)
@@ -62,10 +67,14 @@ BUGS = (
     "class_cache",
     "kept_timer",
     "module_rng",
+    "shared_scratch",
 )
 
 # The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
 _MODULE_RNG = random.Random(0)
+
+# The ``shared_scratch`` bug: one work buffer for every instance in the process.
+_SCRATCH = np.zeros(2)
 
 
 class Spawner:
@@ -149,6 +158,12 @@ class Walker(gymnasium.Env):
         else:
             noise = self.np_random.normal(scale=0.01, size=2)
         self.pos = self.pos + (int(action) - 1) * 0.1 + noise
+        if self.bug == "shared_scratch":
+            # Staged in the module's buffer across a call that releases the GIL (time.sleep
+            # stands for I/O or a C extension): another thread's step can overwrite it.
+            _SCRATCH[:] = self.pos
+            time.sleep(0.002)
+            self.pos = _SCRATCH.copy()
         if self.bug == "class_cache":
             Walker._last_pos = self.pos.copy()
         if self.bug == "late" and self.t == 40:

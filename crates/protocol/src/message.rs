@@ -93,6 +93,10 @@ pub struct Handshake {
     pub upgrades: Vec<String>,
     /// Whether the child can fork a worker (`lockstep/2`'s `fork` op; handshake `"fork"`).
     pub fork: bool,
+    /// Whether, under `lockstep/2`, the child runs each instance on its own thread and answers
+    /// requests to different instances as they finish (handshake `"threads"`), so several may
+    /// be in flight at once.
+    pub threads: bool,
     /// The env declares that it has no randomness (handshake `"seedless": true`): its
     /// other-seed check is not applicable (docs/replay.md).
     pub seedless: bool,
@@ -383,6 +387,11 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("/fork", "`fork` is not a boolean")),
     };
+    let threads = match map.get("threads") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("/threads", "`threads` is not a boolean")),
+    };
     let seedless = match map.get("seedless") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -395,6 +404,7 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         contract,
         upgrades,
         fork,
+        threads,
         seedless,
     })
 }

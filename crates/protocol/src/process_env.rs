@@ -1,12 +1,13 @@
 //! [`ProcessEnv`]: an [`Env`] served by a child process, and its factory.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use lockstep_canon::Value;
 
-use crate::child::{show_duration, Child};
+use crate::child::{monotonic_now, show_duration, Child, Fault, Stop, EXIT_POLL};
 use crate::message::{self, Handshake, Reply, WireContract};
 use lockstep::check::{Forker, ProcessRunner};
 use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
@@ -33,6 +34,11 @@ pub struct ProcessOptions {
     /// interleaved and parallel checks vary nothing but what they test. Harmless for children
     /// that are not Python.
     pub vary_python_hash_seed: bool,
+    /// Whether requests to different instances of a `lockstep/2` child whose handshake says
+    /// `"threads": true` may be in flight at once (true): the parallel check's threads then
+    /// step instances of one process at the same time, not in turns. False sends one request
+    /// at a time per child, as for every other child.
+    pub concurrent_instances: bool,
 }
 
 impl Default for ProcessOptions {
@@ -44,6 +50,7 @@ impl Default for ProcessOptions {
             stderr_lines: 20,
             env: Vec::new(),
             vary_python_hash_seed: true,
+            concurrent_instances: true,
         }
     }
 }
@@ -66,26 +73,74 @@ pub fn display_argv(argv: &[String]) -> String {
 }
 
 /// One child and what every env instance in it shares: the pipes, the request ids, the fault
-/// that ended it.
+/// that ended it, and (when several requests may be in flight) the answers read for others.
 struct Conn {
     child: Child,
     /// Id of the last request sent (replies echo it).
     request_id: u64,
     /// The fault that killed the child, repeated to every instance.
     dead: Option<EnvError>,
+    /// Requests to different instances may be in flight at once (`"threads": true`).
+    concurrent: bool,
+    /// Ids sent and not answered yet (concurrent mode).
+    pending: BTreeSet<u64>,
+    /// Answers read by one waiting thread for another's request, by id (concurrent mode).
+    arrived: BTreeMap<u64, Value>,
 }
 
 impl Conn {
+    fn new(child: Child) -> Conn {
+        Conn {
+            child,
+            request_id: 0,
+            dead: None,
+            concurrent: false,
+            pending: BTreeSet::new(),
+            arrived: BTreeMap::new(),
+        }
+    }
+
     fn next_id(&mut self) -> u64 {
         self.request_id += 1;
         self.request_id
     }
 }
 
-type Shared = Arc<Mutex<Conn>>;
+/// A child shared by its instances: the connection and the signal that an answer arrived,
+/// stdout was given back, or the child died.
+struct Link {
+    conn: Mutex<Conn>,
+    wake: Condvar,
+}
 
-fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
-    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+impl Link {
+    fn new(conn: Conn) -> Link {
+        Link {
+            conn: Mutex::new(conn),
+            wake: Condvar::new(),
+        }
+    }
+}
+
+type Shared = Arc<Link>;
+
+fn lock(link: &Link) -> MutexGuard<'_, Conn> {
+    link.conn
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The connection with no request in flight: what a request outside any instance (`create`,
+/// `fork`, `end_fork`) needs, as it is answered in turn.
+fn quiet(link: &Link) -> MutexGuard<'_, Conn> {
+    let mut conn = lock(link);
+    while !conn.pending.is_empty() && conn.dead.is_none() {
+        conn = link
+            .wake
+            .wait(conn)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    }
+    conn
 }
 
 /// An environment served by a child process (any language), over `lockstep/1` (the child is
@@ -149,14 +204,7 @@ fn start(
         Err(fault) => Err(fault.to_string()),
     };
     match handshake {
-        Ok(h) => Ok((
-            Conn {
-                child,
-                request_id: 0,
-                dead: None,
-            },
-            h,
-        )),
+        Ok(h) => Ok((Conn::new(child), h)),
         Err(what) => Err(fatal_error(
             &mut child,
             &command,
@@ -204,6 +252,97 @@ fn control(
     })
 }
 
+/// One request while others to the same child may be in flight (`"threads": true`): sends
+/// it, then waits for the answer with its id. Whichever waiting thread holds stdout reads the
+/// next line without the lock (so others can send meanwhile) and files an answer to another
+/// request under its id for that thread; the others wait to be woken. A line answering no
+/// request in flight, a line that is not JSON, the child's exit, a long line and the timeout
+/// are faults as in [`Child::recv`]: the error text (`Some`) for the caller to kill the child
+/// with, or `None` when another thread already did.
+fn in_flight<'a>(
+    link: &'a Link,
+    mut conn: MutexGuard<'a, Conn>,
+    line: &[u8],
+    id: u64,
+    timeout: Duration,
+) -> Result<Value, (MutexGuard<'a, Conn>, Option<String>)> {
+    if let Err(fault) = conn.child.send_pipelined(line) {
+        return Err((conn, Some(fault.to_string())));
+    }
+    conn.pending.insert(id);
+    // No deadline when `timeout` is too large to add to the clock: wait without end.
+    let deadline = monotonic_now().checked_add(timeout);
+    loop {
+        if let Some(value) = conn.arrived.remove(&id) {
+            conn.pending.remove(&id);
+            link.wake.notify_all();
+            return Ok(value);
+        }
+        if conn.dead.is_some() {
+            conn.pending.remove(&id);
+            return Err((conn, None));
+        }
+        let left = deadline.map_or(Duration::MAX, |d| {
+            d.saturating_duration_since(monotonic_now())
+        });
+        if left.is_zero() {
+            conn.pending.remove(&id);
+            return Err((conn, Some(Fault::TimedOut(timeout).to_string())));
+        }
+        let Some(mut reader) = conn.child.take_reader() else {
+            conn = link
+                .wake
+                .wait_timeout(conn, left.min(EXIT_POLL))
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+            continue;
+        };
+        drop(conn);
+        let got = reader.next_line(left.min(EXIT_POLL)).map(|l| {
+            message::parse_line(l)
+                .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(l)))
+        });
+        conn = lock(link);
+        conn.child.put_reader(reader);
+        link.wake.notify_all();
+        let fault = match got {
+            Ok(Ok(value)) => match answered_id(&value) {
+                Some(k) if k == id => {
+                    conn.pending.remove(&id);
+                    return Ok(value);
+                }
+                Some(k) if conn.pending.contains(&k) && !conn.arrived.contains_key(&k) => {
+                    conn.arrived.insert(k, value);
+                    continue;
+                }
+                _ => format!(
+                    "the answer breaks the protocol: {}",
+                    message::check_id(&value, id).err().map_or_else(
+                        || "a second answer to one request".to_string(),
+                        |e| e.to_string()
+                    )
+                ),
+            },
+            Ok(Err(not_json)) => not_json,
+            Err(Stop::TimedOut) => match conn.child.exit_fault() {
+                Some(fault) => fault.to_string(),
+                None => continue,
+            },
+            Err(stop) => conn.child.stop_fault(stop, timeout).to_string(),
+        };
+        conn.pending.remove(&id);
+        return Err((conn, Some(fault)));
+    }
+}
+
+/// The id an answer echoes, if it is a non-negative integer.
+fn answered_id(value: &Value) -> Option<u64> {
+    match value.get("id") {
+        Some(Value::Number(lockstep_canon::Number::Int(i))) if *i >= 0 => Some(*i as u64),
+        _ => None,
+    }
+}
+
 impl ProcessEnv {
     /// Starts `argv` (no shell) and reads its handshake; the env speaks `lockstep/1`.
     pub fn spawn(argv: &[String], options: &ProcessOptions) -> Result<ProcessEnv, EnvError> {
@@ -218,7 +357,7 @@ impl ProcessEnv {
         let (conn, handshake) = start(argv, options, extra)?;
         let pid = conn.child.id();
         Ok(Self::instance(
-            Arc::new(Mutex::new(conn)),
+            Arc::new(Link::new(conn)),
             pid,
             None,
             display_argv(argv),
@@ -325,6 +464,26 @@ impl ProcessEnv {
         write(&mut self.buf, id)?;
         if let Some(n) = self.instance {
             message::set_instance(&mut self.buf, n);
+        }
+        if conn.concurrent {
+            let outcome = in_flight(&shared, conn, &self.buf, id, timeout);
+            return outcome.map_err(|(mut conn, what)| {
+                let e = match what {
+                    Some(what) => {
+                        let e =
+                            fatal_error(&mut conn.child, &self.command, request, self.steps, &what);
+                        conn.dead = Some(e.clone());
+                        shared.wake.notify_all();
+                        e
+                    }
+                    None => conn
+                        .dead
+                        .clone()
+                        .expect("a fault without its text left it dead"),
+                };
+                self.dead = Some(e.clone());
+                e
+            });
         }
         let outcome = conn
             .child
@@ -715,7 +874,7 @@ impl ProcessSession<'_> {
             let pid = conn.child.id();
             if !handshake.offers_v2() {
                 // A lockstep/1 child hosts one env: this instance is its own child.
-                let conn = Arc::new(Mutex::new(conn));
+                let conn = Arc::new(Link::new(conn));
                 return Ok(ProcessEnv::instance(
                     conn, pid, None, command, &f.options, handshake,
                 ));
@@ -727,8 +886,9 @@ impl ProcessSession<'_> {
                 &Request::Upgrade,
                 message::write_upgrade,
             )?;
+            conn.concurrent = handshake.threads && f.options.concurrent_instances;
             *host = Some(Host {
-                conn: Arc::new(Mutex::new(conn)),
+                conn: Arc::new(Link::new(conn)),
                 pid,
                 handshake,
                 first_taken: false,
@@ -736,7 +896,7 @@ impl ProcessSession<'_> {
         }
         let h = host.as_mut().expect("set above");
         let number = if h.first_taken {
-            let mut conn = lock(&h.conn);
+            let mut conn = quiet(&h.conn);
             let map = control(
                 &mut conn,
                 &command,
@@ -823,7 +983,7 @@ impl Forker for ProcessEnvFactory {
         }
         let command = display_argv(&self.argv);
         let op = |request: Request, name: &'static str| -> Result<(), String> {
-            let mut conn = lock(&env.conn);
+            let mut conn = quiet(&env.conn);
             control(&mut conn, &command, &self.options, &request, |buf, id| {
                 message::write_op(buf, id, name)
             })
