@@ -77,7 +77,7 @@ def serve_threaded(mode, at):
         request = json.loads(line)
         rid, op = request.get("id"), request["op"]
         if op == "upgrade":
-            send({"id": rid, "ok": True, "protocol": "lockstep/2"})
+            send({"id": rid, "ok": True, "protocol": "lockstep/2", "threads": request.get("threads") is True})
         elif op == "create":
             ticks[len(ticks)] = 0
             send({"id": rid, "ok": True, "instance": len(ticks) - 1})

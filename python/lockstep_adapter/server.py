@@ -120,8 +120,8 @@ class Served:
             "contract": contract,
             # lockstep/2: several instances of this env in this process (docs/protocol.md).
             "upgrades": [PROTOCOL_V2],
-            # lockstep/2: each instance runs on its own thread, so requests to different
-            # instances may be in flight at once and are answered as they finish.
+            # lockstep/2 can run each instance on its own thread (when the upgrade asks), so
+            # requests to different instances may be in flight at once, answered as they finish.
             "threads": True,
             # lockstep/2's fork op (the forked-workers check) needs os.fork (Unix).
             "fork": hasattr(os, "fork"),
@@ -324,14 +324,14 @@ def serve(make, out=None, inp=None):
     The loop speaks lockstep/1 until lockstep asks for ``upgrade`` to lockstep/2, answering on
     this thread. From then on every env request names its ``instance`` (0 is the env the
     handshake describes), ``create`` makes one more with ``make()``, ``close`` ends one
-    instance, end of input ends them all; and every instance runs on a thread of its own
+    instance, end of input ends them all. When the upgrade asks for ``"threads": true`` (the
+    handshake offers it) every instance runs on a thread of its own
     (:mod:`lockstep_adapter.instances`), so requests to different instances run at once and
-    are answered as they finish (the handshake's ``"threads": true``).
+    are answered as they finish; without it every call runs on this thread, in order.
     """
     out = out if out is not None else claim_stdout()
     inp = inp if inp is not None else sys.stdin.buffer
     sender = instances.Sender(out)
-    send = sender.send
 
     try:
         served = make()
@@ -339,20 +339,39 @@ def serve(make, out=None, inp=None):
     except BaseException as exc:  # noqa: BLE001 - reported to the client, then exit
         # The traceback travels in the handshake (lockstep lays it out as lines), not on
         # stderr as well, so that it is shown once.
-        send(wire.dumps(_start_failure(exc)))
+        sender.send(wire.dumps(_start_failure(exc)))
         return 1
-    send(wire.dumps(hello))
-
-    pool = None  # the instances' threads, from the upgrade on
-    in_fork = False
-    created = 0
+    sender.send(wire.dumps(hello))
+    loop = _Loop(make, served, sender, inp)
     while True:
-        line = inp.readline()
+        code = loop.handle(inp.readline())
+        if code is not None:
+            return code
+        if loop.pool is not None and loop.pool.threaded:
+            return loop.pool.run()
+
+
+class _Loop:
+    """Routes request lines: lockstep/1 ones to the single env on this thread, lockstep/2 ones
+    to the instance they name (through its pool), and the requests outside any instance."""
+
+    def __init__(self, make, served, sender, inp):
+        self.make = make
+        self.served = served
+        self.sender = sender
+        self.inp = inp
+        self.pool = None  # the instances, from the upgrade on
+        self.in_fork = False
+        self.created = 0
+
+    def handle(self, line):
+        """Answers or routes one request line; an exit code at end of input (or lockstep/1's
+        close), else ``None``."""
         if not line:
-            if pool is None:
-                served.close()
-            else:
-                pool.close_all()
+            if self.pool is None:
+                self.served.close()
+            elif not self.pool.threaded:
+                self.pool.close_all()
             return 0
         rid = "null"
         try:
@@ -361,90 +380,102 @@ def serve(make, out=None, inp=None):
                 rid = str(request["id"])
             op = request["op"]
             if op == "upgrade":
-                if request.get("protocol") != PROTOCOL_V2:
-                    raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
-                if pool is None:
-                    pool = instances.Pool(sender)
-                    pool.add(0, served)
-                reply = '{"ok":true,"protocol":%s}' % json.dumps(PROTOCOL_V2)
+                reply = self._upgrade(request)
             elif op == "fork":
                 # The fork answers this request and serves the next ones on the same pipes
                 # until end_fork; this process waits for it meanwhile and sends nothing.
-                if pool is None or not hasattr(os, "fork"):
+                if self.pool is None or not hasattr(os, "fork"):
                     raise ValueError("fork needs lockstep/2 on a system with os.fork")
-                pid = _fork(pool, out)
+                pid = _fork(self.pool, self.sender)
                 if pid != 0:
                     os.waitpid(pid, 0)
-                    continue
-                in_fork = True
+                    return None
+                self.in_fork = True
                 reply = '{"ok":true,"pid":%d}' % os.getpid()
             elif op == "end_fork":
-                if not in_fork:
+                if not self.in_fork:
                     raise ValueError("end_fork outside a forked worker")
-                pool.wait_idle()
-                send('{"id":%s,"ok":true}' % rid)
+                self.pool.wait_idle()
+                self.sender.send('{"id":%s,"ok":true}' % rid)
                 sys.stderr.flush()
                 os._exit(0)
             elif op == "create":
-                if pool is None:
+                if self.pool is None:
                     raise ValueError("create needs lockstep/2 (send upgrade first)")
-                created += 1
-                number = created
+                self.created += 1
+                number = self.created
 
-                def build(instance, number=number):
+                def build(instance, make=self.make):
                     # Built on its own thread, as every later call of it runs.
                     instance.served = make()
-                    return '{"ok":true,"instance":%d}' % number
+                    return '{"ok":true,"instance":%d}' % instance.number
 
-                pool.add(number)
-                pool.submit(number, rid, build)
-                continue
-            elif pool is None:
+                self.pool.add(number)
+                self.pool.submit(number, rid, build)
+                return None
+            elif self.pool is None:
                 # lockstep/1: one instance, answered on this thread.
                 if op == "close":
-                    served.close()
-                    send('{"id":%s,"ok":true}' % rid)
+                    self.served.close()
+                    self.sender.send('{"id":%s,"ok":true}' % rid)
                     return 0
-                reply = _call(served, op, request)
+                reply = _call(self.served, op, request)
             else:
                 number = request["instance"]
-                if number not in pool.instances:
+                if number not in self.pool.instances:
                     raise ValueError(f"no instance {number!r}")
                 if op == "close":
-
-                    def close(instance):
-                        if instance.served is not None:
-                            instance.served.close()
-                        return '{"ok":true}'
-
-                    pool.submit(number, rid, close)
-                    pool.remove(number)
-                    continue
+                    self.pool.submit(number, rid, _close)
+                    self.pool.remove(number)
+                    return None
 
                 def call(instance, op=op, request=request):
                     if instance.served is None:
                         raise ValueError(f"instance {instance.number} could not be created")
                     return _call(instance.served, op, request)
 
-                pool.submit(number, rid, call)
-                continue
+                self.pool.submit(number, rid, call)
+                return None
         except Exception as exc:  # noqa: BLE001 - every env failure is answered, not fatal
             reply = _error(exc)
-        sender.reply(rid, reply)
+        self.sender.reply(rid, reply)
+        return None
+
+    def _upgrade(self, request):
+        if request.get("protocol") != PROTOCOL_V2:
+            raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
+        if self.pool is None:
+            # Threads only when lockstep asks (it then sends requests to different instances
+            # without waiting); otherwise every call runs on this thread, which is faster when
+            # nothing overlaps.
+            if request.get("threads") is True:
+                self.pool = instances.Pool(self.sender, self.inp, self.handle)
+            else:
+                self.pool = instances.InlinePool(self.sender)
+            self.pool.add(0, self.served)
+        threads = "true" if self.pool.threaded else "false"
+        return '{"ok":true,"protocol":%s,"threads":%s}' % (json.dumps(PROTOCOL_V2), threads)
 
 
-def _fork(pool, out):
+def _close(instance):
+    served, instance.served = instance.served, None
+    if served is not None:
+        served.close()
+    return '{"ok":true}'
+
+
+def _fork(pool, sender):
     """Forks once every instance is idle and no answer is being written: in the fork only
     this thread survives, so no lock may be held by another thread at that moment (the
     reason Python 3.12 warns about fork in a threaded process; the warning is silenced here
-    because that condition holds). The fork gives every instance a new thread."""
+    because that condition holds). In the fork every other instance gets a new thread."""
     pool.wait_idle()
-    out.flush()
     sys.stderr.flush()
-    with pool.sender.lock:
+    with sender.lock:
+        sender.out.flush()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     if pid == 0:
-        pool.restart_threads()
+        pool.after_fork()
     return pid

@@ -678,11 +678,16 @@ pub fn set_instance(out: &mut Vec<u8>, instance: u64) {
     out.splice(0..1, head);
 }
 
-/// `{"id":N,"op":"upgrade","protocol":"lockstep/2"}` and a newline.
-pub fn write_upgrade(out: &mut Vec<u8>, id: u64) {
+/// `{"id":N,"op":"upgrade","protocol":"lockstep/2"}` and a newline; with `threads`,
+/// `"threads":true` before the closing brace (each instance on its own thread, several
+/// requests in flight; only for a child whose handshake offers it).
+pub fn write_upgrade(out: &mut Vec<u8>, id: u64, threads: bool) {
     write_head(out, id, "upgrade");
     out.extend_from_slice(b",\"protocol\":");
     write_str(out, PROTOCOL_V2);
+    if threads {
+        out.extend_from_slice(b",\"threads\":true");
+    }
     out.extend_from_slice(b"}\n");
 }
 
@@ -973,6 +978,35 @@ mod tests {
         assert_eq!(
             v.pointer("/actions/a/s").unwrap().as_array().unwrap().len(),
             1
+        );
+    }
+
+    /// `threads` is offered in the handshake and asked for in the upgrade.
+    #[test]
+    fn threads_are_offered_and_asked_for() {
+        assert!(!parse_handshake(&parse(HELLO)).unwrap().threads);
+        let offered = HELLO.replacen(
+            r#""contract""#,
+            r#""upgrades":["lockstep/2"],"threads":true,"contract""#,
+            1,
+        );
+        let h = parse_handshake(&parse(&offered)).unwrap();
+        assert!(h.offers_v2() && h.threads);
+        let bad = HELLO.replacen(r#""contract""#, r#""threads":1,"contract""#, 1);
+        assert_eq!(
+            parse_handshake(&parse(&bad)).unwrap_err().pointer,
+            "/threads"
+        );
+        let mut buf = Vec::new();
+        write_upgrade(&mut buf, 1, true);
+        assert_eq!(
+            buf,
+            b"{\"id\":1,\"op\":\"upgrade\",\"protocol\":\"lockstep/2\",\"threads\":true}\n"
+        );
+        write_upgrade(&mut buf, 2, false);
+        assert_eq!(
+            buf,
+            b"{\"id\":2,\"op\":\"upgrade\",\"protocol\":\"lockstep/2\"}\n"
         );
     }
 

@@ -34,10 +34,11 @@ pub struct ProcessOptions {
     /// interleaved and parallel checks vary nothing but what they test. Harmless for children
     /// that are not Python.
     pub vary_python_hash_seed: bool,
-    /// Whether requests to different instances of a `lockstep/2` child whose handshake says
-    /// `"threads": true` may be in flight at once (true): the parallel check's threads then
-    /// step instances of one process at the same time, not in turns. False sends one request
-    /// at a time per child, as for every other child.
+    /// Whether a `lockstep/2` child whose handshake offers `"threads": true` is asked to run
+    /// each instance on its own thread, with requests to different instances in flight at once
+    /// (true): the parallel check's threads then step instances of one process at the same
+    /// time, not in turns. False sends one request at a time per child, as for every other
+    /// child, and the child serves them all on one thread (faster when nothing overlaps).
     pub concurrent_instances: bool,
 }
 
@@ -879,14 +880,16 @@ impl ProcessSession<'_> {
                     conn, pid, None, command, &f.options, handshake,
                 ));
             }
-            control(
+            let threads = handshake.threads && f.options.concurrent_instances;
+            let upgraded = control(
                 &mut conn,
                 &command,
                 &f.options,
                 &Request::Upgrade,
-                message::write_upgrade,
+                |buf, id| message::write_upgrade(buf, id, threads),
             )?;
-            conn.concurrent = handshake.threads && f.options.concurrent_instances;
+            // Several requests in flight only when asked for and granted.
+            conn.concurrent = threads && upgraded.get("threads") == Some(&Value::Bool(true));
             *host = Some(Host {
                 conn: Arc::new(Link::new(conn)),
                 pid,
