@@ -139,3 +139,47 @@ fn a_disturbed_sequence_observation_is_localised_to_its_key() {
         other => panic!("{other:?}: {}", o.summary),
     }
 }
+
+/// Issue 10 item 8's motivating case: every MiniGrid env was refused at the handshake (its
+/// `mission` is a Text space, `MissionSpace`). DoorKey's Dict observation of `direction`
+/// (Discrete), `image` (uint8 7x7x3) and `mission` (Text, as its UTF-8 bytes) is served, and
+/// the env passes every check. `minigrid:` makes Gymnasium import the module that registers
+/// the env.
+#[test]
+fn minigrid_doorkey_text_and_dict_observations_pass_every_check() {
+    require(&["minigrid"]);
+    let f = ProcessEnvFactory::new(
+        adapter_argv(&["gymnasium", "minigrid:MiniGrid-DoorKey-5x5-v0"]),
+        options(),
+    );
+    let mut env = f.spawn().unwrap();
+    let keys: Vec<_> = env.spec().agents[0]
+        .observation_space
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["direction", "image", "mission"]);
+    let t = env.reset(2, &Value::Null).unwrap();
+    let obs = &t.agents["agent"].obs;
+    assert_eq!(
+        (obs["image"].dtype(), obs["image"].shape()),
+        (DType::U8, &[7, 7, 3][..])
+    );
+    let mission = String::from_utf8(obs["mission"].to_le_bytes()).unwrap();
+    assert_eq!(
+        mission,
+        "use the key to open the door and then get to the goal"
+    );
+    env.close().unwrap();
+    let session = f.session();
+    let outcomes = run_checks(
+        &CheckKind::ALL,
+        &session,
+        &CheckConfig::new(7, 60),
+        Some(&f),
+    )
+    .unwrap();
+    for o in &outcomes {
+        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+    }
+}
