@@ -1,13 +1,13 @@
 //! [`ProcessEnv`]: an [`Env`] served by a child process, and its factory.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockstep_canon::Value;
 
-use crate::child::{monotonic_now, show_duration, Child, Fault, Stop, EXIT_POLL};
+use crate::child::{show_duration, Child};
+use crate::conn::{in_flight, lock, quiet, Conn, Link, Shared};
 use crate::message::{self, Handshake, Reply, WireContract};
 use lockstep::check::{Forker, ProcessRunner};
 use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
@@ -71,77 +71,6 @@ pub fn display_argv(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// One child and what every env instance in it shares: the pipes, the request ids, the fault
-/// that ended it, and (when several requests may be in flight) the answers read for others.
-struct Conn {
-    child: Child,
-    /// Id of the last request sent (replies echo it).
-    request_id: u64,
-    /// The fault that killed the child, repeated to every instance.
-    dead: Option<EnvError>,
-    /// Requests to different instances may be in flight at once (`"threads": true`).
-    concurrent: bool,
-    /// Ids sent and not answered yet (concurrent mode).
-    pending: BTreeSet<u64>,
-    /// Answers read by one waiting thread for another's request, by id (concurrent mode).
-    arrived: BTreeMap<u64, Value>,
-}
-
-impl Conn {
-    fn new(child: Child) -> Conn {
-        Conn {
-            child,
-            request_id: 0,
-            dead: None,
-            concurrent: false,
-            pending: BTreeSet::new(),
-            arrived: BTreeMap::new(),
-        }
-    }
-
-    fn next_id(&mut self) -> u64 {
-        self.request_id += 1;
-        self.request_id
-    }
-}
-
-/// A child shared by its instances: the connection and the signal that an answer arrived,
-/// stdout was given back, or the child died.
-struct Link {
-    conn: Mutex<Conn>,
-    wake: Condvar,
-}
-
-impl Link {
-    fn new(conn: Conn) -> Link {
-        Link {
-            conn: Mutex::new(conn),
-            wake: Condvar::new(),
-        }
-    }
-}
-
-type Shared = Arc<Link>;
-
-fn lock(link: &Link) -> MutexGuard<'_, Conn> {
-    link.conn
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The connection with no request in flight: what a request outside any instance (`create`,
-/// `fork`, `end_fork`) needs, as it is answered in turn.
-fn quiet(link: &Link) -> MutexGuard<'_, Conn> {
-    let mut conn = lock(link);
-    while !conn.pending.is_empty() && conn.dead.is_none() {
-        conn = link
-            .wake
-            .wait(conn)
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-    }
-    conn
 }
 
 /// An environment served by a child process (any language), over `lockstep/1` (the child is
@@ -251,97 +180,6 @@ fn control(
         conn.dead = Some(e.clone());
         e
     })
-}
-
-/// One request while others to the same child may be in flight (`"threads": true`): sends
-/// it, then waits for the answer with its id. Whichever waiting thread holds stdout reads the
-/// next line without the lock (so others can send meanwhile) and files an answer to another
-/// request under its id for that thread; the others wait to be woken. A line answering no
-/// request in flight, a line that is not JSON, the child's exit, a long line and the timeout
-/// are faults as in [`Child::recv`]: the error text (`Some`) for the caller to kill the child
-/// with, or `None` when another thread already did.
-fn in_flight<'a>(
-    link: &'a Link,
-    mut conn: MutexGuard<'a, Conn>,
-    line: &[u8],
-    id: u64,
-    timeout: Duration,
-) -> Result<Value, (MutexGuard<'a, Conn>, Option<String>)> {
-    if let Err(fault) = conn.child.send_pipelined(line) {
-        return Err((conn, Some(fault.to_string())));
-    }
-    conn.pending.insert(id);
-    // No deadline when `timeout` is too large to add to the clock: wait without end.
-    let deadline = monotonic_now().checked_add(timeout);
-    loop {
-        if let Some(value) = conn.arrived.remove(&id) {
-            conn.pending.remove(&id);
-            link.wake.notify_all();
-            return Ok(value);
-        }
-        if conn.dead.is_some() {
-            conn.pending.remove(&id);
-            return Err((conn, None));
-        }
-        let left = deadline.map_or(Duration::MAX, |d| {
-            d.saturating_duration_since(monotonic_now())
-        });
-        if left.is_zero() {
-            conn.pending.remove(&id);
-            return Err((conn, Some(Fault::TimedOut(timeout).to_string())));
-        }
-        let Some(mut reader) = conn.child.take_reader() else {
-            conn = link
-                .wake
-                .wait_timeout(conn, left.min(EXIT_POLL))
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0;
-            continue;
-        };
-        drop(conn);
-        let got = reader.next_line(left.min(EXIT_POLL)).map(|l| {
-            message::parse_line(l)
-                .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(l)))
-        });
-        conn = lock(link);
-        conn.child.put_reader(reader);
-        link.wake.notify_all();
-        let fault = match got {
-            Ok(Ok(value)) => match answered_id(&value) {
-                Some(k) if k == id => {
-                    conn.pending.remove(&id);
-                    return Ok(value);
-                }
-                Some(k) if conn.pending.contains(&k) && !conn.arrived.contains_key(&k) => {
-                    conn.arrived.insert(k, value);
-                    continue;
-                }
-                _ => format!(
-                    "the answer breaks the protocol: {}",
-                    message::check_id(&value, id).err().map_or_else(
-                        || "a second answer to one request".to_string(),
-                        |e| e.to_string()
-                    )
-                ),
-            },
-            Ok(Err(not_json)) => not_json,
-            Err(Stop::TimedOut) => match conn.child.exit_fault() {
-                Some(fault) => fault.to_string(),
-                None => continue,
-            },
-            Err(stop) => conn.child.stop_fault(stop, timeout).to_string(),
-        };
-        conn.pending.remove(&id);
-        return Err((conn, Some(fault)));
-    }
-}
-
-/// The id an answer echoes, if it is a non-negative integer.
-fn answered_id(value: &Value) -> Option<u64> {
-    match value.get("id") {
-        Some(Value::Number(lockstep_canon::Number::Int(i))) if *i >= 0 => Some(*i as u64),
-        _ => None,
-    }
 }
 
 impl ProcessEnv {
@@ -620,7 +458,7 @@ fn describe(request: &Request, steps: u64) -> String {
 }
 
 /// The first 200 characters of an offending line, for messages.
-fn excerpt(line: &[u8]) -> String {
+pub(crate) fn excerpt(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
     let mut out: String = text.chars().take(200).collect();
     if text.chars().count() > 200 {
