@@ -1,4 +1,4 @@
-"""The lockstep/1 request loop over a Gymnasium env or a PettingZoo parallel env.
+"""The lockstep/1 and lockstep/2 request loop over a Gymnasium or PettingZoo env.
 
 The protocol owns the process's real standard output: before anything else runs, file
 descriptor 1 is duplicated for the protocol and then pointed at standard error, so a ``print``
@@ -10,8 +10,9 @@ import json
 import os
 import sys
 import traceback
+import warnings
 
-from . import wire
+from . import instances, wire
 from .wire import PROTOCOL, PROTOCOL_V2
 
 
@@ -119,6 +120,9 @@ class Served:
             "contract": contract,
             # lockstep/2: several instances of this env in this process (docs/protocol.md).
             "upgrades": [PROTOCOL_V2],
+            # lockstep/2 can run each instance on its own thread (when the upgrade asks), so
+            # requests to different instances may be in flight at once, answered as they finish.
+            "threads": True,
             # lockstep/2's fork op (the forked-workers check) needs os.fork (Unix).
             "fork": hasattr(os, "fork"),
             # An env without randomness says so (docs/replay.md): its other-seed check is then
@@ -290,14 +294,7 @@ class AECServed(Served):
         return self._turn()
 
 
-def _error(exc):
-    return wire.dumps(
-        {
-            "ok": False,
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        }
-    )
+_error = instances.error_reply
 
 
 def _start_failure(exc):
@@ -309,20 +306,32 @@ def _start_failure(exc):
     return hello
 
 
+def _call(served, op, request):
+    """One env request (reset, step, state) to one instance: the reply text without its id."""
+    if op == "step":
+        return served.step(request["actions"])
+    if op == "reset":
+        return served.reset(request["seed"], request.get("options"))
+    if op == "state":
+        return '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
+    raise ValueError(f"unknown op {op!r}")
+
+
 def serve(make, out=None, inp=None):
     """Runs the request loop. ``make()`` returns a :class:`Served`; a failure there is answered
     with a handshake that says ``ok: false``.
 
-    The loop speaks lockstep/1 until lockstep asks for ``upgrade`` to lockstep/2; from then on
-    every env request names its ``instance`` (0 is the env the handshake describes), ``create``
-    makes one more with ``make()``, and ``close`` ends one instance; end of input ends them all.
+    The loop speaks lockstep/1 until lockstep asks for ``upgrade`` to lockstep/2, answering on
+    this thread. From then on every env request names its ``instance`` (0 is the env the
+    handshake describes), ``create`` makes one more with ``make()``, ``close`` ends one
+    instance, end of input ends them all. When the upgrade asks for ``"threads": true`` (the
+    handshake offers it) every instance runs on a thread of its own
+    (:mod:`lockstep_adapter.instances`), so requests to different instances run at once and
+    are answered as they finish; without it every call runs on this thread, in order.
     """
     out = out if out is not None else claim_stdout()
     inp = inp if inp is not None else sys.stdin.buffer
-
-    def send(text):
-        out.write(text.encode("utf-8") + b"\n")
-        out.flush()
+    sender = instances.Sender(out)
 
     try:
         served = make()
@@ -330,19 +339,39 @@ def serve(make, out=None, inp=None):
     except BaseException as exc:  # noqa: BLE001 - reported to the client, then exit
         # The traceback travels in the handshake (lockstep lays it out as lines), not on
         # stderr as well, so that it is shown once.
-        send(wire.dumps(_start_failure(exc)))
+        sender.send(wire.dumps(_start_failure(exc)))
         return 1
-    send(wire.dumps(hello))
-
-    instances = {0: served}
-    upgraded = False
-    in_fork = False
-    created = 0
+    sender.send(wire.dumps(hello))
+    loop = _Loop(make, served, sender, inp)
     while True:
-        line = inp.readline()
+        code = loop.handle(inp.readline())
+        if code is not None:
+            return code
+        if loop.pool is not None and loop.pool.threaded:
+            return loop.pool.run()
+
+
+class _Loop:
+    """Routes request lines: lockstep/1 ones to the single env on this thread, lockstep/2 ones
+    to the instance they name (through its pool), and the requests outside any instance."""
+
+    def __init__(self, make, served, sender, inp):
+        self.make = make
+        self.served = served
+        self.sender = sender
+        self.inp = inp
+        self.pool = None  # the instances, from the upgrade on
+        self.in_fork = False
+        self.created = 0
+
+    def handle(self, line):
+        """Answers or routes one request line; an exit code at end of input (or lockstep/1's
+        close), else ``None``."""
         if not line:
-            for each in instances.values():
-                each.close()
+            if self.pool is None:
+                self.served.close()
+            elif not self.pool.threaded:
+                self.pool.close_all()
             return 0
         rid = "null"
         try:
@@ -351,59 +380,102 @@ def serve(make, out=None, inp=None):
                 rid = str(request["id"])
             op = request["op"]
             if op == "upgrade":
-                if request.get("protocol") != PROTOCOL_V2:
-                    raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
-                upgraded = True
-                reply = '{"ok":true,"protocol":%s}' % json.dumps(PROTOCOL_V2)
+                reply = self._upgrade(request)
             elif op == "fork":
                 # The fork answers this request and serves the next ones on the same pipes
                 # until end_fork; this process waits for it meanwhile and sends nothing.
-                if not upgraded or not hasattr(os, "fork"):
+                if self.pool is None or not hasattr(os, "fork"):
                     raise ValueError("fork needs lockstep/2 on a system with os.fork")
-                out.flush()
-                sys.stderr.flush()
-                pid = os.fork()
+                pid = _fork(self.pool, self.sender)
                 if pid != 0:
                     os.waitpid(pid, 0)
-                    continue
-                in_fork = True
+                    return None
+                self.in_fork = True
                 reply = '{"ok":true,"pid":%d}' % os.getpid()
             elif op == "end_fork":
-                if not in_fork:
+                if not self.in_fork:
                     raise ValueError("end_fork outside a forked worker")
-                send('{"id":%s,"ok":true}' % rid)
+                self.pool.wait_idle()
+                self.sender.send('{"id":%s,"ok":true}' % rid)
                 sys.stderr.flush()
                 os._exit(0)
             elif op == "create":
-                if not upgraded:
+                if self.pool is None:
                     raise ValueError("create needs lockstep/2 (send upgrade first)")
-                created += 1
-                instances[created] = make()
-                reply = '{"ok":true,"instance":%d}' % created
+                self.created += 1
+                number = self.created
+
+                def build(instance, make=self.make):
+                    # Built on its own thread, as every later call of it runs.
+                    instance.served = make()
+                    return '{"ok":true,"instance":%d}' % instance.number
+
+                self.pool.add(number)
+                self.pool.submit(number, rid, build)
+                return None
+            elif self.pool is None:
+                # lockstep/1: one instance, answered on this thread.
+                if op == "close":
+                    self.served.close()
+                    self.sender.send('{"id":%s,"ok":true}' % rid)
+                    return 0
+                reply = _call(self.served, op, request)
             else:
-                if upgraded:
-                    number = request["instance"]
-                    if number not in instances:
-                        raise ValueError(f"no instance {number!r}")
-                    target = instances[number]
-                else:
-                    target = served
-                if op == "step":
-                    reply = target.step(request["actions"])
-                elif op == "reset":
-                    reply = target.reset(request["seed"], request.get("options"))
-                elif op == "state":
-                    reply = '{"ok":true,"state":' + wire.dumps(target.state()) + "}"
-                elif op == "close":
-                    target.close()
-                    if not upgraded:
-                        send('{"id":%s,"ok":true}' % rid)
-                        return 0
-                    del instances[number]
-                    reply = '{"ok":true}'
-                else:
-                    raise ValueError(f"unknown op {op!r}")
+                number = request["instance"]
+                if number not in self.pool.instances:
+                    raise ValueError(f"no instance {number!r}")
+                if op == "close":
+                    self.pool.submit(number, rid, _close)
+                    self.pool.remove(number)
+                    return None
+
+                def call(instance, op=op, request=request):
+                    if instance.served is None:
+                        raise ValueError(f"instance {instance.number} could not be created")
+                    return _call(instance.served, op, request)
+
+                self.pool.submit(number, rid, call)
+                return None
         except Exception as exc:  # noqa: BLE001 - every env failure is answered, not fatal
             reply = _error(exc)
-        # Every reply echoes its request's id, so a stray or lost line is caught at once.
-        send('{"id":' + rid + "," + reply[1:])
+        self.sender.reply(rid, reply)
+        return None
+
+    def _upgrade(self, request):
+        if request.get("protocol") != PROTOCOL_V2:
+            raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
+        if self.pool is None:
+            # Threads only when lockstep asks (it then sends requests to different instances
+            # without waiting); otherwise every call runs on this thread, which is faster when
+            # nothing overlaps.
+            if request.get("threads") is True:
+                self.pool = instances.Pool(self.sender, self.inp, self.handle)
+            else:
+                self.pool = instances.InlinePool(self.sender)
+            self.pool.add(0, self.served)
+        threads = "true" if self.pool.threaded else "false"
+        return '{"ok":true,"protocol":%s,"threads":%s}' % (json.dumps(PROTOCOL_V2), threads)
+
+
+def _close(instance):
+    served, instance.served = instance.served, None
+    if served is not None:
+        served.close()
+    return '{"ok":true}'
+
+
+def _fork(pool, sender):
+    """Forks once every instance is idle and no answer is being written: in the fork only
+    this thread survives, so no lock may be held by another thread at that moment (the
+    reason Python 3.12 warns about fork in a threaded process; the warning is silenced here
+    because that condition holds). In the fork every other instance gets a new thread."""
+    pool.wait_idle()
+    sys.stderr.flush()
+    with sender.lock:
+        sender.out.flush()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    if pid == 0:
+        pool.after_fork()
+    return pid

@@ -30,6 +30,11 @@ module_rng     each new instance draws its start offset from a      0       ``ob
                module-level RNG that every step advances: a      (forked
                worker forked from a warm process starts          worker)
                elsewhere than one in a fresh process
+shared_scratch each step stages its position in a module-level     1       ``obs/pos``
+               buffer, releases the GIL (``time.sleep``, as I/O  (paral-
+               or a C extension does), then reads it back: a     lel)
+               race only instances stepped at the same time
+               show (lockstep/2 with ``"threads": true``)
 kept_timer     a ``Spawner`` object's timer survives ``reset``;    -       state
                episodes are unaffected, only the state shows it  (audit) ``/spawner``
                (with ``--fields spawner``)
@@ -62,10 +67,14 @@ BUGS = (
     "class_cache",
     "kept_timer",
     "module_rng",
+    "shared_scratch",
 )
 
 # The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
 _MODULE_RNG = random.Random(0)
+
+# The ``shared_scratch`` bug: one work buffer for every instance in the process.
+_SCRATCH = np.zeros(2)
 
 
 class Spawner:
@@ -149,6 +158,12 @@ class Walker(gymnasium.Env):
         else:
             noise = self.np_random.normal(scale=0.01, size=2)
         self.pos = self.pos + (int(action) - 1) * 0.1 + noise
+        if self.bug == "shared_scratch":
+            # Staged in the module's buffer across a call that releases the GIL (time.sleep
+            # stands for I/O or a C extension): another thread's step can overwrite it.
+            _SCRATCH[:] = self.pos
+            time.sleep(0.002)
+            self.pos = _SCRATCH.copy()
         if self.bug == "class_cache":
             Walker._last_pos = self.pos.copy()
         if self.bug == "late" and self.t == 40:
@@ -187,6 +202,90 @@ class MissionWalker(Walker):
         words = self.np_random.choice(len(self.WORDS), size=3)
         self.mission = " ".join(self.WORDS[i] for i in words)
         return self._obs(), info
+
+
+class Courier(gymnasium.Env):
+    """Composite spaces: a Dict action of every kind lockstep samples, and Sequence
+    observations whose length changes during the episode.
+
+    The action is ``{"move": Discrete(3), "push": Box(-1, 1, (2,)), "pick": Tuple(Discrete(2),
+    MultiBinary(2)), "drop": Sequence(Discrete(4))}``: the courier moves, picks up its oldest
+    parcel when ``pick[0]`` is 1, and drops one new parcel per element of ``drop``. The
+    observation holds ``pos``, the parcels' positions (``parcels``, a Sequence of float64[2]:
+    key ``parcels``, shape ``[n, 2]``) and the last step's drops (``dropped``, a Sequence of
+    Discrete(4): shape ``[n]``). Every action is checked against the action space, so an action
+    that lockstep or the adapter got wrong is an exception, not a quiet pass.
+
+    ``bug="process_random"``: a dropped parcel's jitter comes from the process-global
+    ``random``, seeded at reset; instances in one process disturb each other (key ``parcels``).
+    """
+
+    metadata = {"render_modes": []}
+    PARCELS_MAX = 12
+
+    def __init__(self, bug=None, horizon=40):
+        if bug not in (None, "process_random"):
+            raise ValueError(f"unknown bug {bug!r} (known: process_random)")
+        self.bug = bug
+        self.horizon = horizon
+        self.action_space = spaces.Dict(
+            {
+                "move": spaces.Discrete(3),
+                "push": spaces.Box(-1.0, 1.0, (2,), np.float32),
+                "pick": spaces.Tuple((spaces.Discrete(2), spaces.MultiBinary(2))),
+                "drop": spaces.Sequence(spaces.Discrete(4)),
+            }
+        )
+        self.observation_space = spaces.Dict(
+            {
+                "pos": spaces.Box(-np.inf, np.inf, (2,), np.float64),
+                "parcels": spaces.Sequence(spaces.Box(-np.inf, np.inf, (2,), np.float64)),
+                "dropped": spaces.Sequence(spaces.Discrete(4)),
+            }
+        )
+        self.pos = np.zeros(2)
+        self.parcels = []
+        self.dropped = ()
+        self.t = 0
+
+    def _obs(self):
+        return {"pos": self.pos.copy(), "parcels": tuple(p.copy() for p in self.parcels), "dropped": tuple(self.dropped)}
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.pos = self.np_random.normal(size=2)
+        count = int(self.np_random.integers(0, 4))
+        self.parcels = [self.np_random.normal(size=2) for _ in range(count)]
+        self.dropped = ()
+        if self.bug == "process_random":
+            random.seed(seed)
+        return self._obs(), {}
+
+    def step(self, action):
+        if not self.action_space.contains(action):
+            raise ValueError(f"courier: action {action!r} is not in {self.action_space}")
+        self.t += 1
+        self.pos = self.pos + (action["move"] - 1) * 0.1 + 0.05 * action["push"].astype(np.float64)
+        reward = 0.0
+        if action["pick"][0] == 1 and self.parcels:
+            self.parcels.pop(0)
+            reward += 1.0
+        reward += 0.01 * float(np.sum(action["pick"][1]))
+        for slot in action["drop"]:
+            if len(self.parcels) < self.PARCELS_MAX:
+                if self.bug == "process_random":
+                    jitter = np.array([random.random(), random.random()]) * 0.01
+                else:
+                    jitter = self.np_random.normal(scale=0.01, size=2)
+                self.parcels.append(self.pos + int(slot) * 0.1 + jitter)
+        self.dropped = tuple(int(x) for x in action["drop"])
+        return self._obs(), reward, False, self.t >= self.horizon, {"parcels": len(self.parcels)}
+
+
+def courier(bug=None, horizon=40):
+    """Factory of :class:`Courier` (Dict/Tuple/Sequence actions, Sequence observations)."""
+    return Courier(bug=bug, horizon=horizon)
 
 
 def mission_walker(bug=None, horizon=60):

@@ -186,9 +186,35 @@ def _space_kind(space):
     return type(space).__name__
 
 
+#: Spaces an element of a ``Sequence`` observation may have at a leaf: arrays that stack.
+_STACKABLE = ("Discrete", "MultiDiscrete", "MultiBinary", "Box")
+
+
+class SequenceLeaf:
+    """One observation key inside a ``Sequence`` observation space.
+
+    ``space`` is the leaf's own space, ``outer`` the path (dict keys, tuple indices) from the
+    observation to the sequence, ``inner`` the path from one element to the leaf, and
+    ``stack`` whether the env hands the elements over already stacked (``Sequence(...,
+    stack=True)``). The key's array is the leaf of every element, stacked along a new first
+    axis whose length is the sequence's: ``[n, *leaf_shape]``, ``[n]`` for a Discrete leaf,
+    ``[0, *leaf_shape]`` for an empty sequence.
+    """
+
+    __slots__ = ("space", "outer", "inner", "stack")
+
+    def __init__(self, space, outer, inner, stack):
+        self.space = space
+        self.outer = outer
+        self.inner = inner
+        self.stack = stack
+
+
 def declare_space(space):
     """The lockstep ``Space`` JSON of one gymnasium space (Discrete, MultiDiscrete, MultiBinary,
-    Box)."""
+    Box, and Tuple, Dict and Sequence of those), or of a :class:`SequenceLeaf`."""
+    if isinstance(space, SequenceLeaf):
+        return {"type": "sequence", "space": declare_space(space.space)}
     kind = _space_kind(space)
     if kind == "Discrete":
         return {"type": "discrete", "n": int(space.n), "start": int(space.start)}
@@ -209,27 +235,70 @@ def declare_space(space):
         # A string observation travels as its UTF-8 bytes (at most 4 per character).
         n = 4 * int(getattr(space, "max_length", 0) or 0)
         return {"type": "box", "dtype": "uint8", "shape": [n], "low": [0] * n, "high": [255] * n}
-    raise WireError(f"space {space!r} cannot be declared (supported: Discrete, MultiDiscrete, MultiBinary, Box; Text observations)")
+    if kind == "Tuple":
+        return {"type": "tuple", "spaces": [declare_space(sub) for sub in space.spaces]}
+    if kind == "Dict":
+        return {"type": "dict", "spaces": {str(k): declare_space(sub) for k, sub in space.spaces.items()}}
+    if kind == "Sequence":
+        return {"type": "sequence", "space": declare_space(space.feature_space)}
+    raise WireError(
+        f"space {space!r} cannot be declared (supported: Discrete, MultiDiscrete, MultiBinary, Box, "
+        "Tuple, Dict, Sequence; Text observations)"
+    )
 
 
 def observation_keys(space):
     """Observation key -> leaf space. Dict spaces give one key per entry (nested entries joined
-    with ``/``), Tuple spaces one per index; any other space is the single key ``obs``."""
+    with ``/``), Tuple spaces one per index; any other space is the single key ``obs``. Inside
+    a Sequence the same holds for its elements' space, and each leaf is a
+    :class:`SequenceLeaf` (a Sequence of Text or of a Sequence cannot travel: an error)."""
     out = {}
 
-    def walk(prefix, sp):
+    def walk(prefix, path, sp, seq):
         kind = _space_kind(sp)
         if kind == "Dict":
             for k, sub in sp.spaces.items():
-                walk(f"{prefix}/{k}" if prefix else str(k), sub)
+                walk(f"{prefix}/{k}" if prefix else str(k), path + [k], sub, seq)
         elif kind == "Tuple":
             for i, sub in enumerate(sp.spaces):
-                walk(f"{prefix}/{i}" if prefix else str(i), sub)
+                walk(f"{prefix}/{i}" if prefix else str(i), path + [i], sub, seq)
+        elif kind == "Sequence":
+            if seq is not None:
+                raise WireError(f"a Sequence inside a Sequence cannot travel (at {prefix or 'obs'!r})")
+            walk(prefix, [], sp.feature_space, (path, bool(getattr(sp, "stack", False))))
+        elif seq is not None:
+            if kind not in _STACKABLE:
+                raise WireError(
+                    f"a Sequence of {kind} cannot travel (at {prefix or 'obs'!r}; "
+                    f"its elements must be {', '.join(_STACKABLE)}, or Tuple/Dict of those)"
+                )
+            out[prefix or "obs"] = SequenceLeaf(sp, seq[0], path, seq[1])
         else:
             out[prefix or "obs"] = sp
 
-    walk("", space)
+    walk("", [], space, None)
     return out
+
+
+def _at(value, path):
+    """The part of ``value`` at ``path`` (dict keys and tuple indices)."""
+    for part in path:
+        value = value[part]
+    return value
+
+
+def _stacked(leaf, sequence):
+    """The array of one :class:`SequenceLeaf`: every element's leaf along a first axis."""
+    kind = _space_kind(leaf.space)
+    dtype = np.int64 if kind == "Discrete" else leaf.space.dtype
+    if leaf.stack:
+        arr = np.asarray(_at(sequence, leaf.inner), dtype=dtype)
+        return arr.reshape(-1) if kind == "Discrete" else arr
+    parts = [np.asarray(_at(element, leaf.inner), dtype=dtype) for element in sequence]
+    if not parts:
+        shape = () if kind == "Discrete" else tuple(leaf.space.shape)
+        return np.zeros((0,) + shape, dtype=dtype)
+    return np.stack(parts)
 
 
 class ObservationEncoder:
@@ -240,9 +309,12 @@ class ObservationEncoder:
         self.keys = sorted(self.leaves)
         self.names = {k: json.dumps(k) for k in self.keys}
         self.encoders = {k: ArrayEncoder() for k in self.keys}
-        self.structured = _space_kind(space) in ("Dict", "Tuple")
+        self.structured = _space_kind(space) in ("Dict", "Tuple") or any(
+            isinstance(sp, SequenceLeaf) for sp in self.leaves.values()
+        )
         self.discrete = {k for k, sp in self.leaves.items() if _space_kind(sp) == "Discrete"}
         self.text = {k for k, sp in self.leaves.items() if _space_kind(sp) in ("Text", "MissionSpace")}
+        self.sequence = {k: sp for k, sp in self.leaves.items() if isinstance(sp, SequenceLeaf)}
 
     def _leaf(self, key, value):
         if key in self.discrete:
@@ -257,23 +329,43 @@ class ObservationEncoder:
             return '{"obs":' + self.encoders["obs"].encode(self._leaf("obs", obs)) + "}"
         parts = []
         for key in self.keys:
-            value = obs
-            for part in key.split("/"):
-                value = value[part] if isinstance(value, dict) else value[int(part)]
-            parts.append(self.names[key] + ":" + self.encoders[key].encode(self._leaf(key, value)))
+            leaf = self.sequence.get(key)
+            if leaf is not None:
+                value = _stacked(leaf, _at(obs, leaf.outer))
+            else:
+                value = obs
+                for part in key.split("/"):
+                    value = value[part] if isinstance(value, dict) else value[int(part)]
+                value = self._leaf(key, value)
+            parts.append(self.names[key] + ":" + self.encoders[key].encode(value))
         return "{" + ",".join(parts) + "}"
 
 
 class ActionDecoder:
-    """Turns a wire action into what the env's ``step`` expects for one action space."""
+    """Turns a wire action into what the env's ``step`` expects for one action space.
+
+    A Tuple action arrives as a list of its parts and becomes a tuple, a Dict action as an
+    object of its parts and becomes a dict (the space's own keys), a Sequence action as a list
+    of elements and becomes a tuple (stacked into an array for ``Sequence(..., stack=True)``
+    of a flat space); each part is decoded by its own space.
+    """
 
     def __init__(self, space):
         self.space = space
         self.kind = _space_kind(space)
-        if self.kind not in ("Discrete", "MultiDiscrete", "MultiBinary", "Box"):
+        if self.kind not in ("Discrete", "MultiDiscrete", "MultiBinary", "Box", "Tuple", "Dict", "Sequence"):
             raise WireError(f"action space {space!r} is not supported")
         if self.kind == "MultiDiscrete":
             self.start = np.asarray(getattr(space, "start", 0), dtype=np.int64)
+        if self.kind == "Tuple":
+            self.parts = [ActionDecoder(sub) for sub in space.spaces]
+        if self.kind == "Dict":
+            self.parts = {str(k): (k, ActionDecoder(sub)) for k, sub in space.spaces.items()}
+        if self.kind == "Sequence":
+            self.element = ActionDecoder(space.feature_space)
+            self.stack = bool(getattr(space, "stack", False))
+            if self.stack and self.element.kind not in _STACKABLE:
+                raise WireError(f"a stacked Sequence of {self.element.kind} actions is not supported")
 
     def decode(self, action):
         if self.kind == "Discrete":
@@ -285,6 +377,26 @@ class ActionDecoder:
             return arr.astype(self.space.dtype)
         if self.kind == "MultiBinary":
             return np.asarray(action, dtype=self.space.dtype).reshape(self.space.shape)
+        if self.kind == "Tuple":
+            if type(action) is not list or len(action) != len(self.parts):
+                raise WireError(f"tuple action must be a list of {len(self.parts)} parts, got {action!r}")
+            return tuple(part.decode(a) for part, a in zip(self.parts, action))
+        if self.kind == "Dict":
+            if type(action) is not dict or sorted(action) != sorted(self.parts):
+                raise WireError(f"dict action must be an object with keys {sorted(self.parts)}, got {action!r}")
+            return {key: part.decode(action[name]) for name, (key, part) in self.parts.items()}
+        if self.kind == "Sequence":
+            if type(action) is not list:
+                raise WireError(f"sequence action must be a list, got {action!r}")
+            elements = tuple(self.element.decode(a) for a in action)
+            if not self.stack:
+                return elements
+            sub = self.space.feature_space
+            dtype = np.int64 if self.element.kind == "Discrete" else sub.dtype
+            if not elements:
+                shape = () if self.element.kind == "Discrete" else tuple(sub.shape)
+                return np.zeros((0,) + shape, dtype=dtype)
+            return np.stack([np.asarray(e, dtype=dtype) for e in elements])
         arr = decode_array(action).reshape(self.space.shape)
         return arr.astype(self.space.dtype)
 

@@ -125,3 +125,41 @@ def test_pettingzoo_parallel_env():
     assert [a["name"] for a in hello["agents"]] == ["agent_0", "agent_1", "agent_2"]
     assert sorted(step["agents"]) == ["agent_0", "agent_1", "agent_2"]
     assert isinstance(step["agents"]["agent_0"]["reward"], float)
+
+
+def test_threaded_instances_answer_every_request_with_its_id():
+    """lockstep/2 with threads: each instance on its own thread; a request queued behind a
+    create runs after it; with every instance closed, the next create is still read."""
+    walker = lambda: server.GymnasiumServed(testing.walker(), "walker", {})  # noqa: E731
+    requests = [
+        {"id": 1, "op": "upgrade", "protocol": "lockstep/2", "threads": True},
+        {"id": 2, "op": "create"},
+        {"instance": 0, "id": 3, "op": "reset", "seed": 5, "options": None},
+        {"instance": 1, "id": 4, "op": "reset", "seed": 5, "options": None},
+        {"instance": 0, "id": 5, "op": "close"},
+        {"instance": 1, "id": 6, "op": "close"},
+        {"id": 7, "op": "create"},
+        {"instance": 2, "id": 8, "op": "reset", "seed": 5, "options": None},
+        {"instance": 0, "id": 9, "op": "state"},
+    ]
+    code, lines = run(walker, requests)
+    assert code == 0
+    hello, answers = lines[0], {m["id"]: m for m in lines[1:]}
+    assert hello["threads"] is True
+    assert sorted(answers) == list(range(1, 10))
+    assert answers[1]["threads"] is True
+    assert (answers[2]["instance"], answers[7]["instance"]) == (1, 2)
+    assert answers[3]["agents"] == answers[4]["agents"] == answers[8]["agents"]
+    assert answers[9]["ok"] is False and "no instance 0" in answers[9]["error"]
+
+
+def test_without_threads_lockstep2_is_served_in_order_on_one_thread():
+    requests = [
+        {"id": 1, "op": "upgrade", "protocol": "lockstep/2"},
+        {"instance": 0, "id": 2, "op": "reset", "seed": 1, "options": None},
+        {"instance": 0, "id": 3, "op": "step", "actions": {"agent": 0}},
+    ]
+    code, lines = run(cartpole, requests)
+    assert code == 0
+    assert [m["id"] for m in lines[1:]] == [1, 2, 3]
+    assert lines[1]["threads"] is False

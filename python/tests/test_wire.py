@@ -89,8 +89,50 @@ def test_spaces_are_declared_in_lockstep_form():
     # A Text observation is declared as the uint8 box of its UTF-8 bytes (4 per character).
     text = wire.declare_space(spaces.Text(5))
     assert (text["type"], text["dtype"], text["shape"]) == ("box", "uint8", [20])
-    with pytest.raises(wire.WireError):
-        wire.declare_space(spaces.Sequence(spaces.Discrete(2)))
+    assert wire.declare_space(spaces.Tuple([spaces.Discrete(2), spaces.MultiBinary(1)])) == {
+        "type": "tuple",
+        "spaces": [{"type": "discrete", "n": 2, "start": 0}, {"type": "multi_discrete", "nvec": [2]}],
+    }
+    assert wire.declare_space(spaces.Dict({"b": spaces.Discrete(2), "a": spaces.Sequence(spaces.Discrete(3))})) == {
+        "type": "dict",
+        "spaces": {
+            "a": {"type": "sequence", "space": {"type": "discrete", "n": 3, "start": 0}},
+            "b": {"type": "discrete", "n": 2, "start": 0},
+        },
+    }
+    with pytest.raises(wire.WireError, match="Graph"):
+        wire.declare_space(spaces.Graph(spaces.Box(0, 1, (2,)), None))
+
+
+def test_sequence_observations_stack_their_elements_along_a_first_axis():
+    from gymnasium import spaces
+
+    sp = spaces.Dict(
+        {
+            "seq": spaces.Sequence(spaces.Dict({"p": spaces.Box(0, 1, (2,), np.float32), "k": spaces.Discrete(3)})),
+            "stacked": spaces.Sequence(spaces.Box(0, 1, (2,), np.float32), stack=True),
+        }
+    )
+    leaves = wire.observation_keys(sp)
+    assert sorted(leaves) == ["seq/k", "seq/p", "stacked"]
+    assert wire.declare_space(leaves["seq/k"]) == {"type": "sequence", "space": {"type": "discrete", "n": 3, "start": 0}}
+    enc = wire.ObservationEncoder(sp)
+    p = [np.array([0.25, 0.5], np.float32), np.array([0.75, 1.0], np.float32)]
+    obs = {"seq": ({"p": p[0], "k": 2}, {"p": p[1], "k": 0}), "stacked": np.stack(p)}
+    out = {k: wire.decode_array(v) for k, v in json.loads(enc.encode(obs)).items()}
+    assert out["seq/p"].dtype == np.float32 and out["seq/p"].tolist() == [[0.25, 0.5], [0.75, 1.0]]
+    assert out["seq/k"].dtype == np.int64 and out["seq/k"].tolist() == [2, 0]
+    assert out["stacked"].shape == (2, 2)
+    # An empty sequence is an array of length 0 along the first axis, its dtype kept.
+    empty = {"seq": (), "stacked": np.zeros((0, 2), np.float32)}
+    out = {k: wire.decode_array(v) for k, v in json.loads(enc.encode(empty)).items()}
+    assert (out["seq/p"].shape, out["seq/p"].dtype) == ((0, 2), np.float32)
+    assert (out["seq/k"].shape, out["stacked"].shape) == ((0,), (0, 2))
+    # Elements that cannot stack are refused at the handshake, naming the key.
+    with pytest.raises(wire.WireError, match="Sequence of Text.*'m'"):
+        wire.observation_keys(spaces.Dict({"m": spaces.Sequence(spaces.Text(4))}))
+    with pytest.raises(wire.WireError, match="Sequence inside a Sequence"):
+        wire.observation_keys(spaces.Sequence(spaces.Sequence(spaces.Discrete(2))))
 
 
 def test_observation_keys_flatten_dicts_and_tuples():
@@ -117,3 +159,24 @@ def test_action_decoding():
         wire.ActionDecoder(spaces.Discrete(3)).decode(1.0)
     md = wire.ActionDecoder(spaces.MultiDiscrete([3, 3], start=[1, 1]))
     assert md.decode([0, 2]).tolist() == [1, 3]
+
+
+def test_composite_actions_decode_part_by_part_into_what_the_space_contains():
+    from gymnasium import spaces
+
+    space = spaces.Tuple(
+        [
+            spaces.Discrete(3, start=1),
+            spaces.Dict({"x": spaces.Box(-1, 1, (1, 2), np.float32), "y": spaces.Sequence(spaces.Discrete(2))}),
+            spaces.Sequence(spaces.MultiBinary(2), stack=True),
+        ]
+    )
+    dec = wire.ActionDecoder(space)
+    act = dec.decode([2, {"x": wire.encode_array(np.array([[0.5, 0.25]])), "y": [1, 0, 1]}, [[0, 1], [1, 1]]])
+    assert space.contains(act)
+    assert act[1]["y"] == (1, 0, 1) and act[2].shape == (2, 2)
+    assert space.contains(dec.decode([1, {"x": wire.encode_array(np.zeros((1, 2))), "y": []}, []]))
+    with pytest.raises(wire.WireError, match="2 parts|3 parts"):
+        dec.decode([1, {}])
+    with pytest.raises(wire.WireError, match="keys"):
+        dec.decode([1, {"x": wire.encode_array(np.zeros((1, 2)))}, []])

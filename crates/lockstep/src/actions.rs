@@ -10,7 +10,14 @@
 //!   when the mask is absent, malformed or allows none;
 //! - multi-discrete: the same per component, in order;
 //! - box: per element `uniform(low, high)`; an infinite bound is replaced by a standard normal
-//!   draw clamped to the finite bound, if any.
+//!   draw clamped to the finite bound, if any;
+//! - tuple: each part in order, from the same stream; dict: each part in key order (byte
+//!   order, as `BTreeMap` holds them); an `action_mask` restricts only a top-level discrete or
+//!   multi-discrete space, so parts are drawn unmasked;
+//! - sequence: a length `below(SEQUENCE_LEN_MAX + 1)`, then that many elements in order.
+//!
+//! A composite space draws nothing that a flat space does not, and the flat spaces' draws are
+//! unchanged by it: traces and goldens of envs with flat spaces keep their bytes.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +26,9 @@ use crate::seed::{SeedTree, Stream};
 
 /// Stream label prefix of the action sampler.
 pub const LABEL_PREFIX: &str = "actions/";
+
+/// Longest sequence action the sampler draws (lengths `0 ..= SEQUENCE_LEN_MAX`, uniform).
+pub const SEQUENCE_LEN_MAX: u64 = 4;
 
 /// Draws actions for the live agents of an environment.
 #[derive(Debug, Clone)]
@@ -82,6 +92,26 @@ fn sample_space(space: &Space, mask: Option<&Array>, stream: &mut Stream) -> Act
                 .map(|(&lo, &hi)| sample_bounded(lo, hi, stream))
                 .collect(),
         ),
+        Space::Tuple { spaces } => Action::Tuple(
+            spaces
+                .iter()
+                .map(|part| sample_space(part, None, stream))
+                .collect(),
+        ),
+        Space::Dict { spaces } => Action::Dict(
+            spaces
+                .iter()
+                .map(|(key, part)| (key.clone(), sample_space(part, None, stream)))
+                .collect(),
+        ),
+        Space::Sequence { space } => {
+            let len = stream.below(SEQUENCE_LEN_MAX + 1);
+            Action::Tuple(
+                (0..len)
+                    .map(|_| sample_space(space, None, stream))
+                    .collect(),
+            )
+        }
     }
 }
 
@@ -207,6 +237,147 @@ mod tests {
             };
             assert!((-1.0..1.0).contains(&v[0]) && v[1] >= 0.0 && v[2] <= 2.0);
         }
+    }
+
+    fn dict_space() -> Space {
+        Space::Dict {
+            spaces: BTreeMap::from([
+                ("move".to_string(), Space::Discrete { n: 4, start: 1 }),
+                (
+                    "force".to_string(),
+                    Space::Box {
+                        dtype: "float32".into(),
+                        shape: vec![2],
+                        low: vec![-1.0, 0.0],
+                        high: vec![1.0, 5.0],
+                    },
+                ),
+                (
+                    "pair".to_string(),
+                    Space::Tuple {
+                        spaces: vec![
+                            Space::MultiDiscrete { nvec: vec![2, 3] },
+                            Space::Sequence {
+                                space: std::boxed::Box::new(Space::Discrete { n: 2, start: 0 }),
+                            },
+                        ],
+                    },
+                ),
+            ]),
+        }
+    }
+
+    /// Every part of a Dict or Tuple action is drawn from its own space, in key order.
+    #[test]
+    fn composite_actions_sample_each_part_from_its_space() {
+        let spec = spec(dict_space());
+        let mut sampler = ActionSampler::new(9, &spec);
+        let t = transition(None);
+        let mut lengths = std::collections::BTreeSet::new();
+        for _ in 0..300 {
+            let Action::Dict(parts) = &sampler.sample(&t)["a"] else {
+                panic!("a dict space gives a dict action")
+            };
+            assert_eq!(
+                parts.keys().collect::<Vec<_>>(),
+                ["force", "move", "pair"],
+                "one part per key, in key order"
+            );
+            let Action::Continuous(f) = &parts["force"] else {
+                panic!()
+            };
+            assert!(
+                (-1.0..1.0).contains(&f[0]) && (0.0..5.0).contains(&f[1]),
+                "{f:?}"
+            );
+            let Action::Discrete(m) = parts["move"] else {
+                panic!()
+            };
+            assert!((1..=4).contains(&m));
+            let Action::Tuple(pair) = &parts["pair"] else {
+                panic!()
+            };
+            let [Action::MultiDiscrete(md), Action::Tuple(seq)] = pair.as_slice() else {
+                panic!("{pair:?}")
+            };
+            assert!(md[0] < 2 && md[1] < 3);
+            assert!(seq.len() as u64 <= SEQUENCE_LEN_MAX);
+            assert!(seq
+                .iter()
+                .all(|e| matches!(e, Action::Discrete(0) | Action::Discrete(1))));
+            lengths.insert(seq.len());
+        }
+        assert_eq!(
+            lengths.len() as u64,
+            SEQUENCE_LEN_MAX + 1,
+            "every length drawn"
+        );
+    }
+
+    /// A mask restricts a top-level discrete space only; a composite's parts are unmasked.
+    #[test]
+    fn a_mask_does_not_restrict_the_parts_of_a_tuple() {
+        let spec = spec(Space::Tuple {
+            spaces: vec![Space::Discrete { n: 2, start: 0 }],
+        });
+        let mut sampler = ActionSampler::new(3, &spec);
+        let t = transition(Some(vec![1, 0]));
+        let drawn: std::collections::BTreeSet<i64> = (0..100)
+            .map(|_| match &sampler.sample(&t)["a"] {
+                Action::Tuple(p) => match p[0] {
+                    Action::Discrete(x) => x,
+                    _ => panic!(),
+                },
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(drawn, [0, 1].into());
+    }
+
+    /// Value stability of composite actions: the first draws for a fixed seed. The parts are
+    /// the flat spaces' own draws in order, so a Tuple of one Discrete draws what the
+    /// Discrete alone draws.
+    #[test]
+    fn composite_value_stability() {
+        let mut sampler = ActionSampler::new(42, &spec(dict_space()));
+        let t = transition(None);
+        let got = sampler.sample(&t)["a"].clone();
+        let want = Action::Dict(BTreeMap::from([
+            (
+                "force".to_string(),
+                Action::Continuous(vec![-0.43463960755890896, 4.586193323549454]),
+            ),
+            ("move".to_string(), Action::Discrete(1)),
+            (
+                "pair".to_string(),
+                Action::Tuple(vec![
+                    Action::MultiDiscrete(vec![1, 1]),
+                    Action::Tuple(vec![]),
+                ]),
+            ),
+        ]));
+        assert_eq!(got, want);
+        let second = sampler.sample(&t)["a"].clone();
+        let Action::Dict(parts) = &second else {
+            panic!()
+        };
+        let Action::Tuple(pair) = &parts["pair"] else {
+            panic!()
+        };
+        assert_eq!(
+            pair[1],
+            Action::Tuple(vec![Action::Discrete(0), Action::Discrete(0)]),
+            "{second:?}"
+        );
+        let flat = |space: Space| {
+            let mut s = ActionSampler::new(42, &spec(space));
+            s.sample(&t)["a"].clone()
+        };
+        let alone = flat(Space::Discrete { n: 7, start: 0 });
+        let wrapped = flat(Space::Tuple {
+            spaces: vec![Space::Discrete { n: 7, start: 0 }],
+        });
+        assert_eq!(wrapped, Action::Tuple(vec![alone]));
     }
 
     /// Value stability: the first actions for a fixed seed. A change here moves every check's

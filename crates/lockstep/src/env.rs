@@ -329,6 +329,14 @@ pub enum Space {
         low: Vec<f64>,
         high: Vec<f64>,
     },
+    /// One part per entry, in order (Gymnasium's `Tuple`). An action is an [`Action::Tuple`].
+    Tuple { spaces: Vec<Space> },
+    /// One part per key, in key order (Gymnasium's `Dict`). An action is an [`Action::Dict`].
+    Dict { spaces: BTreeMap<String, Space> },
+    /// Any number of elements of one space (Gymnasium's `Sequence`). An observation holds its
+    /// elements stacked along a first axis whose length is the sequence's (docs/protocol.md);
+    /// an action is an [`Action::Tuple`] of the elements.
+    Sequence { space: std::boxed::Box<Space> },
 }
 
 /// One agent's declared interface.
@@ -357,6 +365,10 @@ pub enum Action {
     Discrete(i64),
     MultiDiscrete(Vec<i64>),
     Continuous(Vec<f64>),
+    /// The parts of a [`Space::Tuple`] in order, or the elements of a [`Space::Sequence`].
+    Tuple(Vec<Action>),
+    /// The parts of a [`Space::Dict`], by key.
+    Dict(BTreeMap<String, Action>),
 }
 
 /// Actions for the live agents, by name.

@@ -3,7 +3,9 @@
 //!
 //! `cargo run --release -p lockstep --example protocol_bench -- [STEPS [ROUNDS]]` with `LOCKSTEP_PYTHON`
 //! naming the interpreter and `PYTHONPATH` holding python/ (scripts/bench-protocol sets both).
-//! The last line is the ratio.
+//! The last line is the ratio. With `LOCKSTEP_BENCH_SESSION=1` the served env is an instance
+//! of a trial's session (`lockstep/2`, where the adapter runs each instance on its own
+//! thread) instead of a `lockstep/1` child of its own.
 
 use std::process::Command;
 use std::time::Instant;
@@ -86,7 +88,7 @@ fn run() -> Result<(), String> {
         );
     }
     println!("median per-round ratio: {:.2}", ratios[ratios.len() / 2]);
-    println!("served through lockstep/1 (best round): {served_best:.0} steps/s");
+    println!("served (best round):                    {served_best:.0} steps/s");
     println!("plain Python (best round):              {plain_best:.0} steps/s");
     println!("ratio served/plain: {:.2}", served_best / plain_best);
     Ok(())
@@ -96,7 +98,13 @@ fn run() -> Result<(), String> {
 // A benchmark measures wall time by definition; nothing here reaches a trace.
 #[allow(clippy::disallowed_methods)]
 fn served_rate(factory: &ProcessEnvFactory, steps: u64) -> Result<f64, String> {
-    let mut env = factory.make().map_err(|e| e.to_string())?;
+    let session = factory.session();
+    let mut env = if std::env::var_os("LOCKSTEP_BENCH_SESSION").is_some_and(|v| v == "1") {
+        session.make()
+    } else {
+        factory.make()
+    }
+    .map_err(|e| e.to_string())?;
     let mut sampler = ActionSampler::new(0, env.spec());
     let mut episodes = 1u64;
     let mut actions = sampler.sample(env.reset(0, &Value::Null).map_err(|e| e.to_string())?);

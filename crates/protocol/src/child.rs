@@ -35,7 +35,7 @@ const STDERR_LINE_MAX: usize = 2000;
 /// How often a wait for an answer checks whether the child itself has exited. An answer that
 /// arrives is read at once whatever this is; it only bounds how late an exit is noticed when
 /// a grandchild keeps stdout open.
-const EXIT_POLL: Duration = Duration::from_millis(50);
+pub(crate) const EXIT_POLL: Duration = Duration::from_millis(50);
 
 /// How stdout is read: on the calling thread where poll(2) exists, by a thread elsewhere.
 #[cfg(unix)]
@@ -45,7 +45,7 @@ type Stdout = ThreadLines;
 
 /// Why stdout gave no line.
 #[derive(Debug)]
-enum Stop {
+pub(crate) enum Stop {
     /// End of file; also every call after any other stop.
     Eof,
     TooLong,
@@ -119,7 +119,8 @@ impl Ring {
 pub(crate) struct Child {
     process: std::process::Child,
     stdin: Option<ChildStdin>,
-    stdout: Stdout,
+    /// `None` while a [`Reader`] has it out (several requests in flight, see [`Reader`]).
+    stdout: Option<Stdout>,
     stderr: Arc<Mutex<Ring>>,
     stderr_done: Receiver<()>,
     max_line: usize,
@@ -174,7 +175,7 @@ impl Child {
         Ok(Child {
             process,
             stdin,
-            stdout,
+            stdout: Some(stdout),
             stderr: ring,
             stderr_done,
             max_line,
@@ -191,11 +192,28 @@ impl Child {
         if self.ended {
             return Err(self.exited());
         }
-        match self.stdout.waiting() {
+        let waiting = match self.stdout.as_mut() {
+            Some(stdout) => stdout.waiting(),
+            None => Ok(false),
+        };
+        match waiting {
             Ok(true) => return Err(Fault::Unrequested),
             Ok(false) => {}
             Err(stop) => return Err(self.stop_fault(stop, Duration::ZERO)),
         }
+        self.write_line(line)
+    }
+
+    /// Writes one request while others may be unanswered: a line already waiting on stdout
+    /// may be their answer, so it is not taken for a stray one.
+    pub(crate) fn send_pipelined(&mut self, line: &[u8]) -> Result<(), Fault> {
+        if self.ended {
+            return Err(self.exited());
+        }
+        self.write_line(line)
+    }
+
+    fn write_line(&mut self, line: &[u8]) -> Result<(), Fault> {
         let stdin = self
             .stdin
             .as_mut()
@@ -218,27 +236,52 @@ impl Child {
         if self.ended {
             return Err(self.exited());
         }
+        let Some(mut stdout) = self.stdout.take() else {
+            return Err(Fault::Io("stdout is being read by another request".into()));
+        };
         // No deadline when `timeout` is too large to add to the clock: wait without end.
         let deadline = monotonic_now().checked_add(timeout);
-        let range = loop {
+        let outcome = loop {
             let left = deadline.map_or(Duration::MAX, |d| {
                 d.saturating_duration_since(monotonic_now())
             });
-            match self.stdout.next_line(left.min(EXIT_POLL)) {
-                Ok(range) => break range,
+            match stdout.next_line(left.min(EXIT_POLL)) {
+                Ok(range) => break Ok(range),
                 Err(Stop::TimedOut) if left > EXIT_POLL => {
-                    if let Ok(Some(status)) = self.process.try_wait() {
-                        self.kill();
-                        return Err(Fault::Exited(Some(status)));
+                    if let Some(fault) = self.exit_fault() {
+                        break Err(fault);
                     }
                 }
-                Err(stop) => return Err(self.stop_fault(stop, timeout)),
+                Err(stop) => break Err(self.stop_fault(stop, timeout)),
             }
         };
-        Ok(self.stdout.line(range))
+        let stdout = self.stdout.insert(stdout);
+        outcome.map(|range| stdout.line(range))
     }
 
-    fn stop_fault(&mut self, stop: Stop, timeout: Duration) -> Fault {
+    /// Takes stdout out, so that one thread can wait for a line without holding what guards
+    /// the child, while others send their requests ([`Reader`]); `None` while another has it.
+    pub(crate) fn take_reader(&mut self) -> Option<Reader> {
+        self.stdout.take().map(Reader)
+    }
+
+    /// Gives back what [`Child::take_reader`] took.
+    pub(crate) fn put_reader(&mut self, reader: Reader) {
+        self.stdout = Some(reader.0);
+    }
+
+    /// The fault when the child itself has exited (it is then killed with its group), else
+    /// `None`: looked at between slices of a wait, as [`Child::recv`] does.
+    pub(crate) fn exit_fault(&mut self) -> Option<Fault> {
+        if let Ok(Some(status)) = self.process.try_wait() {
+            self.kill();
+            return Some(Fault::Exited(Some(status)));
+        }
+        None
+    }
+
+    /// The fault for a [`Reader`]'s stop (`timeout` is the request's, for the message).
+    pub(crate) fn stop_fault(&mut self, stop: Stop, timeout: Duration) -> Fault {
         match stop {
             Stop::TooLong => Fault::TooLong(self.max_line),
             Stop::Failed(e) => Fault::Io(e.to_string()),
@@ -312,6 +355,19 @@ impl Child {
     }
 }
 
+/// A child's stdout, out of the child while one waiting thread reads it: several requests
+/// to one child can then be in flight, each thread sending its own while another waits for
+/// the next line (`lockstep/2` with `"threads": true`, docs/protocol.md).
+pub(crate) struct Reader(Stdout);
+
+impl Reader {
+    /// The next line, waiting at most `slice` (newline and a `\r` before it excluded).
+    pub(crate) fn next_line(&mut self, slice: Duration) -> Result<&[u8], Stop> {
+        let range = self.0.next_line(slice)?;
+        Ok(self.0.line(range))
+    }
+}
+
 impl Drop for Child {
     fn drop(&mut self) {
         if !self.ended {
@@ -359,7 +415,7 @@ fn find_line(
 /// inside): an elapsed time never reaches a result, a report or an error message, which name
 /// the configured timeout.
 #[allow(clippy::disallowed_methods)]
-fn monotonic_now() -> Instant {
+pub(crate) fn monotonic_now() -> Instant {
     Instant::now()
 }
 

@@ -28,6 +28,7 @@
 //! ```
 
 mod child;
+mod conn;
 pub mod message;
 mod process_env;
 

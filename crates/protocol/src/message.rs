@@ -93,6 +93,10 @@ pub struct Handshake {
     pub upgrades: Vec<String>,
     /// Whether the child can fork a worker (`lockstep/2`'s `fork` op; handshake `"fork"`).
     pub fork: bool,
+    /// Whether, under `lockstep/2`, the child runs each instance on its own thread and answers
+    /// requests to different instances as they finish (handshake `"threads"`), so several may
+    /// be in flight at once.
+    pub threads: bool,
     /// The env declares that it has no randomness (handshake `"seedless": true`): its
     /// other-seed check is not applicable (docs/replay.md).
     pub seedless: bool,
@@ -234,9 +238,35 @@ pub fn parse_space(value: &Value, at: &str) -> Result<Space, MessageError> {
                 high,
             })
         }
+        "tuple" => {
+            let here = format!("{at}/spaces");
+            let spaces = array(field(map, at, "spaces")?, &here)?
+                .iter()
+                .enumerate()
+                .map(|(i, v)| parse_space(v, &format!("{here}/{i}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Space::Tuple { spaces })
+        }
+        "dict" => {
+            let here = format!("{at}/spaces");
+            let spaces = object(field(map, at, "spaces")?, &here)?
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), parse_space(v, &format!("{here}/{}", seg(k)))?)))
+                .collect::<Result<BTreeMap<_, _>, MessageError>>()?;
+            Ok(Space::Dict { spaces })
+        }
+        "sequence" => {
+            let space = parse_space(field(map, at, "space")?, &format!("{at}/space"))?;
+            Ok(Space::Sequence {
+                space: Box::new(space),
+            })
+        }
         other => Err(err(
             &format!("{at}/type"),
-            format!("unknown space type {other:?} (expected discrete, multi_discrete or box)"),
+            format!(
+                "unknown space type {other:?} (expected discrete, multi_discrete, box, tuple, \
+                 dict or sequence)"
+            ),
         )),
     }
 }
@@ -357,6 +387,11 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("/fork", "`fork` is not a boolean")),
     };
+    let threads = match map.get("threads") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("/threads", "`threads` is not a boolean")),
+    };
     let seedless = match map.get("seedless") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -369,6 +404,7 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         contract,
         upgrades,
         fork,
+        threads,
         seedless,
     })
 }
@@ -642,11 +678,16 @@ pub fn set_instance(out: &mut Vec<u8>, instance: u64) {
     out.splice(0..1, head);
 }
 
-/// `{"id":N,"op":"upgrade","protocol":"lockstep/2"}` and a newline.
-pub fn write_upgrade(out: &mut Vec<u8>, id: u64) {
+/// `{"id":N,"op":"upgrade","protocol":"lockstep/2"}` and a newline; with `threads`,
+/// `"threads":true` before the closing brace (each instance on its own thread, several
+/// requests in flight; only for a child whose handshake offers it).
+pub fn write_upgrade(out: &mut Vec<u8>, id: u64, threads: bool) {
     write_head(out, id, "upgrade");
     out.extend_from_slice(b",\"protocol\":");
     write_str(out, PROTOCOL_V2);
+    if threads {
+        out.extend_from_slice(b",\"threads\":true");
+    }
     out.extend_from_slice(b"}\n");
 }
 
@@ -692,65 +733,103 @@ pub fn write_reset(
     Ok(())
 }
 
-/// `{"id":N,"op":"step","actions":{...}}` and a newline. Discrete actions are integers, multi-discrete
-/// lists of integers, continuous actions float64 wire arrays shaped as the agent's box space.
+/// `{"id":N,"op":"step","actions":{...}}` and a newline. Discrete actions are integers,
+/// multi-discrete lists of integers, continuous actions float64 wire arrays shaped as the
+/// agent's box space; a tuple (or sequence) action is a list of its parts, a dict action an
+/// object of its parts, each written as its own space says.
 pub fn write_step(out: &mut Vec<u8>, id: u64, actions: &Actions, spec: &EnvSpec) {
     write_head(out, id, "step");
     out.extend_from_slice(b",\"actions\":{");
-    let mut ints = itoa::Buffer::new();
     for (i, (name, action)) in actions.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         write_str(out, name);
         out.push(b':');
-        match action {
-            Action::Discrete(a) => out.extend_from_slice(ints.format(*a).as_bytes()),
-            Action::MultiDiscrete(v) => {
-                out.push(b'[');
-                for (j, a) in v.iter().enumerate() {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(ints.format(*a).as_bytes());
-                }
-                out.push(b']');
-            }
-            Action::Continuous(v) => {
-                let declared = spec
-                    .agents
-                    .iter()
-                    .find(|a| &a.name == name)
-                    .and_then(|a| match &a.action_space {
-                        Space::Box { shape, .. } if shape.iter().product::<usize>() == v.len() => {
-                            Some(shape.clone())
-                        }
-                        _ => None,
-                    });
-                let shape = declared.unwrap_or_else(|| vec![v.len()]);
-                out.extend_from_slice(b"{\"dtype\":\"float64\",\"shape\":[");
-                for (j, n) in shape.iter().enumerate() {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(ints.format(*n).as_bytes());
-                }
-                out.extend_from_slice(b"],\"data\":\"");
-                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-                let start = out.len();
-                out.resize(
-                    start + base64::encoded_len(bytes.len(), true).unwrap_or(0),
-                    0,
-                );
-                let written = B64
-                    .encode_slice(&bytes, &mut out[start..])
-                    .expect("buffer sized by encoded_len");
-                out.truncate(start + written);
-                out.extend_from_slice(b"\"}");
-            }
-        }
+        let space = spec
+            .agents
+            .iter()
+            .find(|a| &a.name == name)
+            .map(|a| &a.action_space);
+        write_action(out, action, space);
     }
     out.extend_from_slice(b"}}\n");
+}
+
+/// One action in its wire form; `space` (when known) gives a box part its shape.
+fn write_action(out: &mut Vec<u8>, action: &Action, space: Option<&Space>) {
+    let mut ints = itoa::Buffer::new();
+    match action {
+        Action::Discrete(a) => out.extend_from_slice(ints.format(*a).as_bytes()),
+        Action::MultiDiscrete(v) => {
+            out.push(b'[');
+            for (j, a) in v.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(ints.format(*a).as_bytes());
+            }
+            out.push(b']');
+        }
+        Action::Continuous(v) => {
+            let shape = match space {
+                Some(Space::Box { shape, .. }) if shape.iter().product::<usize>() == v.len() => {
+                    shape.clone()
+                }
+                _ => vec![v.len()],
+            };
+            out.extend_from_slice(b"{\"dtype\":\"float64\",\"shape\":[");
+            for (j, n) in shape.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(ints.format(*n).as_bytes());
+            }
+            out.extend_from_slice(b"],\"data\":\"");
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let start = out.len();
+            out.resize(
+                start + base64::encoded_len(bytes.len(), true).unwrap_or(0),
+                0,
+            );
+            let written = B64
+                .encode_slice(&bytes, &mut out[start..])
+                .expect("buffer sized by encoded_len");
+            out.truncate(start + written);
+            out.extend_from_slice(b"\"}");
+        }
+        Action::Tuple(parts) => {
+            out.push(b'[');
+            for (j, part) in parts.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                let part_space = match space {
+                    Some(Space::Tuple { spaces }) => spaces.get(j),
+                    Some(Space::Sequence { space }) => Some(space.as_ref()),
+                    _ => None,
+                };
+                write_action(out, part, part_space);
+            }
+            out.push(b']');
+        }
+        Action::Dict(parts) => {
+            out.push(b'{');
+            for (j, (key, part)) in parts.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                write_str(out, key);
+                out.push(b':');
+                let part_space = match space {
+                    Some(Space::Dict { spaces }) => spaces.get(key),
+                    _ => None,
+                };
+                write_action(out, part, part_space);
+            }
+            out.push(b'}');
+        }
+    }
 }
 
 /// A request without arguments (`state`, `close`) and a newline.
@@ -803,6 +882,132 @@ mod tests {
         );
         assert_eq!(h.contract.fields, Some(vec!["np_random".to_string()]));
         assert_eq!(h.contract.version, 2);
+    }
+
+    /// Tuple, Dict and Sequence spaces parse recursively; a bad part is named by its pointer.
+    #[test]
+    fn composite_spaces_parse_and_errors_name_the_part() {
+        let v = parse(
+            r#"{"type":"dict","spaces":{"move":{"type":"discrete","n":4},
+                "pair":{"type":"tuple","spaces":[{"type":"multi_discrete","nvec":[2]},
+                        {"type":"sequence","space":{"type":"box","dtype":"float32","shape":[1],"low":[0],"high":[1]}}]}}}"#,
+        );
+        let space = parse_space(&v, "/s").unwrap();
+        let want = Space::Dict {
+            spaces: BTreeMap::from([
+                ("move".to_string(), Space::Discrete { n: 4, start: 0 }),
+                (
+                    "pair".to_string(),
+                    Space::Tuple {
+                        spaces: vec![
+                            Space::MultiDiscrete { nvec: vec![2] },
+                            Space::Sequence {
+                                space: Box::new(Space::Box {
+                                    dtype: "float32".into(),
+                                    shape: vec![1],
+                                    low: vec![0.0],
+                                    high: vec![1.0],
+                                }),
+                            },
+                        ],
+                    },
+                ),
+            ]),
+        };
+        assert_eq!(space, want);
+        let bad = parse(
+            r#"{"type":"dict","spaces":{"a/b":{"type":"tuple","spaces":[{"type":"discrete","n":0}]}}}"#,
+        );
+        let e = parse_space(&bad, "/s").unwrap_err();
+        assert_eq!(e.pointer, "/s/spaces/a~1b/spaces/0/n", "{e}");
+        let graph = parse(r#"{"type":"sequence","space":{"type":"graph"}}"#);
+        let e = parse_space(&graph, "/s").unwrap_err();
+        assert_eq!(e.pointer, "/s/space/type");
+        assert!(e.message.contains("\"graph\""), "{e}");
+        assert!(parse_space(&parse(r#"{"type":"tuple"}"#), "").is_err());
+    }
+
+    /// A tuple action is a list of its parts, a dict action an object; a box part is shaped
+    /// by its own space.
+    #[test]
+    fn composite_actions_are_written_part_by_part() {
+        let space = parse_space(
+            &parse(
+                r#"{"type":"dict","spaces":{"k":{"type":"tuple","spaces":[{"type":"discrete","n":3},
+                    {"type":"box","dtype":"float32","shape":[1,2],"low":[0,0],"high":[1,1]}]},
+                    "s":{"type":"sequence","space":{"type":"multi_discrete","nvec":[2,2]}}}}"#,
+            ),
+            "",
+        )
+        .unwrap();
+        let spec = EnvSpec {
+            id: "x".into(),
+            config: Value::Null,
+            agents: vec![AgentSpec {
+                name: "a".into(),
+                action_space: space,
+                observation_space: BTreeMap::new(),
+            }],
+        };
+        let action = Action::Dict(BTreeMap::from([
+            (
+                "k".to_string(),
+                Action::Tuple(vec![
+                    Action::Discrete(2),
+                    Action::Continuous(vec![0.5, 0.25]),
+                ]),
+            ),
+            (
+                "s".to_string(),
+                Action::Tuple(vec![Action::MultiDiscrete(vec![1, 0])]),
+            ),
+        ]));
+        let mut buf = Vec::new();
+        write_step(
+            &mut buf,
+            3,
+            &Actions::from([("a".to_string(), action)]),
+            &spec,
+        );
+        let v = parse(std::str::from_utf8(&buf).unwrap().trim_end());
+        assert_eq!(v.pointer("/actions/a/k/0").unwrap().as_i64(), Some(2));
+        let arr = decode_array(v.pointer("/actions/a/k/1").unwrap(), "", &mut Vec::new()).unwrap();
+        assert_eq!(arr.shape(), &[1, 2]);
+        assert_eq!(arr.data(), &ArrayData::F64(vec![0.5, 0.25]));
+        assert_eq!(v.pointer("/actions/a/s/0/0").unwrap().as_i64(), Some(1));
+        assert_eq!(
+            v.pointer("/actions/a/s").unwrap().as_array().unwrap().len(),
+            1
+        );
+    }
+
+    /// `threads` is offered in the handshake and asked for in the upgrade.
+    #[test]
+    fn threads_are_offered_and_asked_for() {
+        assert!(!parse_handshake(&parse(HELLO)).unwrap().threads);
+        let offered = HELLO.replacen(
+            r#""contract""#,
+            r#""upgrades":["lockstep/2"],"threads":true,"contract""#,
+            1,
+        );
+        let h = parse_handshake(&parse(&offered)).unwrap();
+        assert!(h.offers_v2() && h.threads);
+        let bad = HELLO.replacen(r#""contract""#, r#""threads":1,"contract""#, 1);
+        assert_eq!(
+            parse_handshake(&parse(&bad)).unwrap_err().pointer,
+            "/threads"
+        );
+        let mut buf = Vec::new();
+        write_upgrade(&mut buf, 1, true);
+        assert_eq!(
+            buf,
+            b"{\"id\":1,\"op\":\"upgrade\",\"protocol\":\"lockstep/2\",\"threads\":true}\n"
+        );
+        write_upgrade(&mut buf, 2, false);
+        assert_eq!(
+            buf,
+            b"{\"id\":2,\"op\":\"upgrade\",\"protocol\":\"lockstep/2\"}\n"
+        );
     }
 
     #[test]

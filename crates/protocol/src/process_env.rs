@@ -1,12 +1,13 @@
 //! [`ProcessEnv`]: an [`Env`] served by a child process, and its factory.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockstep_canon::Value;
 
 use crate::child::{show_duration, Child};
+use crate::conn::{in_flight, lock, quiet, Conn, Link, Shared};
 use crate::message::{self, Handshake, Reply, WireContract};
 use lockstep::check::{Forker, ProcessRunner};
 use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
@@ -33,6 +34,12 @@ pub struct ProcessOptions {
     /// interleaved and parallel checks vary nothing but what they test. Harmless for children
     /// that are not Python.
     pub vary_python_hash_seed: bool,
+    /// Whether a `lockstep/2` child whose handshake offers `"threads": true` is asked to run
+    /// each instance on its own thread, with requests to different instances in flight at once
+    /// (true): the parallel check's threads then step instances of one process at the same
+    /// time, not in turns. False sends one request at a time per child, as for every other
+    /// child, and the child serves them all on one thread (faster when nothing overlaps).
+    pub concurrent_instances: bool,
 }
 
 impl Default for ProcessOptions {
@@ -44,6 +51,7 @@ impl Default for ProcessOptions {
             stderr_lines: 20,
             env: Vec::new(),
             vary_python_hash_seed: true,
+            concurrent_instances: true,
         }
     }
 }
@@ -63,29 +71,6 @@ pub fn display_argv(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// One child and what every env instance in it shares: the pipes, the request ids, the fault
-/// that ended it.
-struct Conn {
-    child: Child,
-    /// Id of the last request sent (replies echo it).
-    request_id: u64,
-    /// The fault that killed the child, repeated to every instance.
-    dead: Option<EnvError>,
-}
-
-impl Conn {
-    fn next_id(&mut self) -> u64 {
-        self.request_id += 1;
-        self.request_id
-    }
-}
-
-type Shared = Arc<Mutex<Conn>>;
-
-fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
-    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// An environment served by a child process (any language), over `lockstep/1` (the child is
@@ -149,14 +134,7 @@ fn start(
         Err(fault) => Err(fault.to_string()),
     };
     match handshake {
-        Ok(h) => Ok((
-            Conn {
-                child,
-                request_id: 0,
-                dead: None,
-            },
-            h,
-        )),
+        Ok(h) => Ok((Conn::new(child), h)),
         Err(what) => Err(fatal_error(
             &mut child,
             &command,
@@ -218,7 +196,7 @@ impl ProcessEnv {
         let (conn, handshake) = start(argv, options, extra)?;
         let pid = conn.child.id();
         Ok(Self::instance(
-            Arc::new(Mutex::new(conn)),
+            Arc::new(Link::new(conn)),
             pid,
             None,
             display_argv(argv),
@@ -325,6 +303,26 @@ impl ProcessEnv {
         write(&mut self.buf, id)?;
         if let Some(n) = self.instance {
             message::set_instance(&mut self.buf, n);
+        }
+        if conn.concurrent {
+            let outcome = in_flight(&shared, conn, &self.buf, id, timeout);
+            return outcome.map_err(|(mut conn, what)| {
+                let e = match what {
+                    Some(what) => {
+                        let e =
+                            fatal_error(&mut conn.child, &self.command, request, self.steps, &what);
+                        conn.dead = Some(e.clone());
+                        shared.wake.notify_all();
+                        e
+                    }
+                    None => conn
+                        .dead
+                        .clone()
+                        .expect("a fault without its text left it dead"),
+                };
+                self.dead = Some(e.clone());
+                e
+            });
         }
         let outcome = conn
             .child
@@ -460,7 +458,7 @@ fn describe(request: &Request, steps: u64) -> String {
 }
 
 /// The first 200 characters of an offending line, for messages.
-fn excerpt(line: &[u8]) -> String {
+pub(crate) fn excerpt(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
     let mut out: String = text.chars().take(200).collect();
     if text.chars().count() > 200 {
@@ -715,20 +713,23 @@ impl ProcessSession<'_> {
             let pid = conn.child.id();
             if !handshake.offers_v2() {
                 // A lockstep/1 child hosts one env: this instance is its own child.
-                let conn = Arc::new(Mutex::new(conn));
+                let conn = Arc::new(Link::new(conn));
                 return Ok(ProcessEnv::instance(
                     conn, pid, None, command, &f.options, handshake,
                 ));
             }
-            control(
+            let threads = handshake.threads && f.options.concurrent_instances;
+            let upgraded = control(
                 &mut conn,
                 &command,
                 &f.options,
                 &Request::Upgrade,
-                message::write_upgrade,
+                |buf, id| message::write_upgrade(buf, id, threads),
             )?;
+            // Several requests in flight only when asked for and granted.
+            conn.concurrent = threads && upgraded.get("threads") == Some(&Value::Bool(true));
             *host = Some(Host {
-                conn: Arc::new(Mutex::new(conn)),
+                conn: Arc::new(Link::new(conn)),
                 pid,
                 handshake,
                 first_taken: false,
@@ -736,7 +737,7 @@ impl ProcessSession<'_> {
         }
         let h = host.as_mut().expect("set above");
         let number = if h.first_taken {
-            let mut conn = lock(&h.conn);
+            let mut conn = quiet(&h.conn);
             let map = control(
                 &mut conn,
                 &command,
@@ -823,7 +824,7 @@ impl Forker for ProcessEnvFactory {
         }
         let command = display_argv(&self.argv);
         let op = |request: Request, name: &'static str| -> Result<(), String> {
-            let mut conn = lock(&env.conn);
+            let mut conn = quiet(&env.conn);
             control(&mut conn, &command, &self.options, &request, |buf, id| {
                 message::write_op(buf, id, name)
             })
