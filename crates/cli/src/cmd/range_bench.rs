@@ -1,15 +1,17 @@
 //! `lockstep range bench --trace`: what tracing costs, measured as env-steps per second of
 //! the range stepped alone and stepped and traced, in the same run.
 //!
-//! Two envs take the same seeds and actions, one of them traced (`Tracer::record` of every
-//! transition, resets included, as `lockstep trace` does). They run in alternating blocks of
-//! [`BLOCK_STEPS`] steps, so that a change in the machine's load falls on both alike; each
-//! block is timed by the thread's CPU time where Linux gives it (else wall time).
+//! Three envs take the same seeds and actions: one untraced, one traced in format v1 and one
+//! in format v2 (`Tracer::record` of every transition, resets included, as `lockstep trace`
+//! does). They run in alternating blocks of [`BLOCK_STEPS`] steps, so that a change in the
+//! machine's load falls on all alike; each block is timed by the thread's CPU time where
+//! Linux gives it (else wall time). The last line is format v2's ratio, the line above it
+//! v1's.
 
 use std::time::{Duration, Instant};
 
 use lockstep::env::ArrayData;
-use lockstep::trace::{CacheMode, Tracer};
+use lockstep::trace::{CacheMode, Format, Tracer};
 use lockstep_range::{ActionSampler, JointAction, Params, RangeEnv, AGENTS, N_AGENTS};
 
 /// Steps per timed block.
@@ -27,10 +29,10 @@ struct Stepper {
 }
 
 impl Stepper {
-    fn new(params: &Params, seed: u64, traced: bool) -> anyhow::Result<Stepper> {
+    fn new(params: &Params, seed: u64, traced: Option<Format>) -> anyhow::Result<Stepper> {
         let mut env = RangeEnv::new(params.clone())?;
         env.reset_with(seed, params.clone())?;
-        let mut tracer = traced.then(|| Tracer::new(CacheMode::On));
+        let mut tracer = traced.map(|f| Tracer::with_format(f, CacheMode::On));
         if let Some(t) = tracer.as_mut() {
             t.record(env.transition())?;
         }
@@ -91,46 +93,58 @@ fn timed(f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<(f64, bool)> 
     }
 }
 
-/// Runs both envs for about `seconds` of wall time in all and prints their rates, the ratio
-/// (traced / untraced env-steps per second) on the last line.
+/// Runs the three envs for about `seconds` of wall time in all and prints their rates, the
+/// ratios (traced / untraced env-steps per second) on the last two lines, v2's last.
 #[allow(clippy::disallowed_methods)]
 pub fn traced_vs_untraced(params: &Params, seed: u64, seconds: f64) -> anyhow::Result<()> {
-    let mut plain = Stepper::new(params, seed, false)?;
-    let mut traced = Stepper::new(params, seed, true)?;
-    // Warm up both (caches, allocations) before measuring.
-    plain.block(BLOCK_STEPS)?;
-    traced.block(BLOCK_STEPS)?;
-    let (mut plain_s, mut traced_s, mut blocks) = (0.0, 0.0, 0u64);
+    let mut plain = Stepper::new(params, seed, None)?;
+    let mut v1 = Stepper::new(params, seed, Some(Format::V1))?;
+    let mut v2 = Stepper::new(params, seed, Some(Format::V2))?;
+    // Warm up all three (caches, allocations) before measuring.
+    for s in [&mut plain, &mut v1, &mut v2] {
+        s.block(BLOCK_STEPS)?;
+    }
+    let (mut plain_s, mut v1_s, mut v2_s, mut blocks) = (0.0, 0.0, 0.0, 0u64);
     let mut cpu = true;
     let budget = Duration::from_secs_f64(seconds);
     let start = Instant::now();
     while start.elapsed() < budget || blocks == 0 {
         let (p, pc) = timed(|| plain.block(BLOCK_STEPS))?;
-        let (t, tc) = timed(|| traced.block(BLOCK_STEPS))?;
+        let (t1, c1) = timed(|| v1.block(BLOCK_STEPS))?;
+        let (t2, c2) = timed(|| v2.block(BLOCK_STEPS))?;
         plain_s += p;
-        traced_s += t;
-        cpu &= pc && tc;
+        v1_s += t1;
+        v2_s += t2;
+        cpu &= pc && c1 && c2;
         blocks += 1;
     }
     let steps = blocks * BLOCK_STEPS;
-    let (plain_rate, traced_rate) = (steps as f64 / plain_s, steps as f64 / traced_s);
+    let per_step = |s: f64| s / steps as f64 * 1e6;
     outln!(
         "{steps} steps each, alternating blocks of {BLOCK_STEPS}, timed by {}",
         if cpu { "thread CPU time" } else { "wall time" }
     );
     outln!(
-        "untraced: {:.1} us/step, env-steps/s: {plain_rate:.0}",
-        plain_s / steps as f64 * 1e6
+        "untraced:  {:.1} us/step, env-steps/s: {:.0}",
+        per_step(plain_s),
+        steps as f64 / plain_s
     );
+    let traced = |label: &str, s: f64| {
+        format!(
+            "{label} {:.1} us/step, env-steps/s: {:.0} (tracing {:.1} us/step, {:.0}% of a step)",
+            per_step(s),
+            steps as f64 / s,
+            per_step(s - plain_s),
+            100.0 * (s - plain_s) / plain_s
+        )
+    };
+    outln!("{}", traced("traced v1:", v1_s));
+    outln!("{}", traced("traced:   ", v2_s));
+    outln!("(traced: format v2, lockstep trace --format v2; traced v1: the default format)");
     outln!(
-        "traced:   {:.1} us/step, env-steps/s: {traced_rate:.0} (tracing {:.1} us/step, {:.0}% of a step)",
-        traced_s / steps as f64 * 1e6,
-        (traced_s - plain_s) / steps as f64 * 1e6,
-        100.0 * (traced_s - plain_s) / plain_s
+        "traced v1/untraced env-steps/s ratio: {:.2}",
+        plain_s / v1_s
     );
-    outln!(
-        "traced/untraced env-steps/s ratio: {:.2}",
-        traced_rate / plain_rate
-    );
+    outln!("traced/untraced env-steps/s ratio: {:.2}", plain_s / v2_s);
     Ok(())
 }

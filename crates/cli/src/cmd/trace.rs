@@ -2,13 +2,14 @@
 //! other-process replay check runs in a fresh process (see `child_runner`).
 //!
 //! Plain output is one line, the episode digest in hex, so two runs compare with `diff`.
-//! `--json` prints the whole trace (format `lockstep/trace/v1`, docs/trace.md) and, with
+//! `--json` prints the whole trace (format `lockstep/trace/v1`, or v2 with `--format v2`;
+//! docs/trace.md) and, with
 //! `--capture K`, the full transition of step K (`captured`).
 
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use lockstep::trace::{rollout, CacheMode, RolloutOptions, TransitionRecord};
+use lockstep::trace::{rollout, CacheMode, Format, RolloutOptions, TransitionRecord};
 
 use crate::child_runner::TraceOutput;
 use crate::envs::EnvArgs;
@@ -31,6 +32,26 @@ pub struct Args {
     /// Hash every array at every step (the digests are the same; for measuring).
     #[arg(long)]
     pub no_cache: bool,
+    /// Trace format: v1 (digests per agent and key, what checks and golden files use) or v2
+    /// (one hash per step, several times cheaper; docs/trace.md).
+    #[arg(long, value_enum, default_value_t = TraceFormat::V1)]
+    pub format: TraceFormat,
+}
+
+/// `--format` of `lockstep trace` and `lockstep range bench --trace`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    V1,
+    V2,
+}
+
+impl From<TraceFormat> for Format {
+    fn from(f: TraceFormat) -> Format {
+        match f {
+            TraceFormat::V1 => Format::V1,
+            TraceFormat::V2 => Format::V2,
+        }
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -52,6 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             CacheMode::On
         },
+        format: args.format.into(),
         ..RolloutOptions::default()
     };
     let r = rollout(env.as_mut(), args.seed, args.steps, &opts)

@@ -1,0 +1,75 @@
+//! End to end: `lockstep trace --format v2` on the real binary (format v1's tests are in
+//! replay_cli.rs).
+
+use std::process::{Command, Output};
+
+fn lockstep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .output()
+        .expect("the lockstep binary runs")
+}
+
+fn line(args: &[&str]) -> String {
+    let o = lockstep(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.trim().len(), 64, "one hex digest: {text}");
+    text
+}
+
+/// A v2 episode digest is one line, the same in two processes and with the caches off, its
+/// own for another seed, and not v1's; v1 stays the default.
+#[test]
+fn v2_trace_is_reproducible_and_not_v1() {
+    for env in ["fixture", "range:ransomware"] {
+        let v2 = [
+            "trace", "--env", env, "--seed", "4", "--steps", "300", "--format", "v2",
+        ];
+        let first = line(&v2);
+        assert_eq!(first, line(&v2), "{env}");
+        assert_eq!(
+            first,
+            line(&[&v2[..], &["--no-cache"]].concat()),
+            "{env}: the caches change no v2 digest"
+        );
+        let v1 = line(&v2[..7]);
+        assert_ne!(first, v1, "{env}");
+        assert_eq!(v1, line(&[&v2[..7], &["--format", "v1"]].concat()), "{env}");
+        let mut other = v2;
+        other[4] = "5";
+        assert_ne!(first, line(&other), "{env}");
+    }
+}
+
+/// `--json --format v2` names its format and carries one digest per step (no agent digests)
+/// whose chain is the plain episode digest.
+#[test]
+fn v2_trace_json_names_its_format() {
+    let args = [
+        "trace", "--env", "fixture", "--seed", "1", "--steps", "4", "--format", "v2",
+    ];
+    let o = lockstep(&[&args[..], &["--json"]].concat());
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "lockstep/trace/v2");
+    let steps = v["step_digests"].as_array().unwrap();
+    assert_eq!(steps.len(), 5);
+    assert!(steps
+        .iter()
+        .all(|s| s["agents"].as_object().unwrap().is_empty()));
+    assert_eq!(line(&args).trim(), v["episode"].as_str().unwrap());
+}
+
+/// An unknown format is refused with a usage error.
+#[test]
+fn unknown_trace_format_is_refused() {
+    let o = lockstep(&["trace", "--env", "fixture", "--format", "v3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("v3"));
+}

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Test vectors of trace format lockstep/trace/v2, computed from docs/trace.md alone.
+
+Writes crates/lockstep/src/trace/vectors_v2.json: a few transitions (as the JSON
+TransitionRecord of `lockstep trace --json --capture`), the v2 digest of each as step
+0, 1, ... and the episode digest. `vectors_v2_reproduce` in crates/lockstep/src/trace/
+tests_v2.rs checks the Rust tracer against the file. This script shares no code with the
+Rust tracer: it needs only the `blake3` package (pip install blake3).
+
+    python3 scripts/trace-v2-vectors.py            # rewrite the file
+    python3 scripts/trace-v2-vectors.py --check    # exit 1 if the file differs
+"""
+
+import base64
+import json
+import math
+import os
+import struct
+import sys
+
+import blake3
+
+OUT = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)),
+    "..", "crates", "lockstep", "src", "trace", "vectors_v2.json",
+)
+
+DTYPES = {  # name -> (tag, struct code, element size)
+    "bool": (1, "?", 1),
+    "int8": (2, "b", 1),
+    "uint8": (3, "B", 1),
+    "int32": (4, "i", 4),
+    "int64": (5, "q", 8),
+    "float32": (6, "f", 4),
+    "float64": (7, "d", 8),
+}
+BY_HASH_MIN_BYTES = 16384
+
+
+def u64(x):
+    return struct.pack("<Q", x)
+
+
+def name(s):
+    b = s.encode("utf-8")
+    return u64(len(b)) + b
+
+
+def canonical(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def array(dtype, shape, values):
+    tag, code, _ = DTYPES[dtype]
+    data = struct.pack("<%d%s" % (len(values), code), *values)
+    return {"dtype": dtype, "shape": shape, "data": base64.b64encode(data).decode()}
+
+
+def agent(obs, reward, terminated, truncated, info):
+    return {
+        "obs": obs,
+        "reward": reward,
+        "terminated": terminated,
+        "truncated": truncated,
+        "info": canonical(info),
+    }
+
+
+def reward_bits(text):
+    x = {"NaN": math.nan, "inf": math.inf, "-inf": -math.inf}.get(text)
+    return struct.pack("<d", float(text) if x is None else x)
+
+
+def step_digest(k, t):
+    b = b"S" + u64(k) + u64(len(t["agents"]))
+    for agent_name in sorted(t["agents"], key=lambda s: s.encode("utf-8")):
+        a = t["agents"][agent_name]
+        b += name(agent_name) + u64(len(a["obs"]))
+        for key in sorted(a["obs"], key=lambda s: s.encode("utf-8")):
+            arr = a["obs"][key]
+            data = base64.b64decode(arr["data"])
+            b += name(key) + bytes([DTYPES[arr["dtype"]][0]]) + u64(len(arr["shape"]))
+            for d in arr["shape"]:
+                b += u64(d)
+            b += u64(len(data))
+            b += data if len(data) < BY_HASH_MIN_BYTES else blake3.blake3(data).digest()
+        b += reward_bits(a["reward"])
+        b += bytes([int(a["terminated"]), int(a["truncated"])])
+        b += name(a["info"])
+    b += u64(len(t["logs"]))
+    for line in t["logs"]:
+        b += name(line)
+    return blake3.blake3(b).digest()
+
+
+def transitions():
+    big = [float(i % 97) - 48.5 for i in range(4096)]  # float32[4096]: 16384 bytes, by hash
+    just_inline = [i % 251 for i in range(16383)]  # uint8: 16383 bytes, inline
+    yield {
+        "agents": {
+            "blue": agent(
+                {
+                    "pos": array("int32", [2], [3, -4]),
+                    "mask": array("bool", [3], [True, False, True]),
+                    "grid": array("float32", [64, 64], big),
+                },
+                "0.0",
+                False,
+                False,
+                {"tick": 0, "note": "caf\u00e9 \"x\"", "pi": 3.14159, "none": None},
+            ),
+            "red": agent(
+                {"scan": array("uint8", [16383], just_inline)},
+                "-0.0",
+                False,
+                False,
+                {},
+            ),
+        },
+        "logs": ["reset", "seed 7 \u2713"],
+    }
+    big[5] = -0.0
+    yield {
+        "agents": {
+            "blue": agent(
+                {
+                    "pos": array("int32", [2], [3, -3]),
+                    "mask": array("bool", [3], [False, False, True]),
+                    "grid": array("float32", [64, 64], big),
+                },
+                "0.5",
+                False,
+                False,
+                {"tick": 1, "note": "caf\u00e9 \"x\"", "pi": 3.14159, "none": None},
+            ),
+            "red": agent(
+                {"scan": array("uint8", [16383], just_inline)},
+                "1e-300",
+                False,
+                False,
+                {"seen": [1, 2.5, True, {"z": "\u0001"}]},
+            ),
+        },
+        "logs": [],
+    }
+    yield {
+        "agents": {
+            "blue": agent(
+                {
+                    "pos": array("int32", [2], [3, -3]),
+                    "mask": array("bool", [3], [False, False, False]),
+                    "grid": array("float32", [4096], big),
+                    "wide": array("float64", [2, 1], [1.5, -2.25]),
+                },
+                "-1.25",
+                True,
+                False,
+                {"tick": 2},
+            ),
+            "red": agent(
+                {"scan": array("int64", [2], [-(2**63), 2**63 - 1])},
+                "inf",
+                False,
+                True,
+                {"seen": None},
+            ),
+        },
+        "logs": ["end"],
+    }
+
+
+def build():
+    ts = list(transitions())
+    steps, episode = [], bytes(32)
+    for k, t in enumerate(ts):
+        d = step_digest(k, t)
+        steps.append(d.hex())
+        episode = blake3.blake3(b"E" + episode + d).digest()
+    return {
+        "format": "lockstep/trace/v2",
+        "about": "written by scripts/trace-v2-vectors.py from docs/trace.md; do not edit",
+        "transitions": ts,
+        "step_digests": steps,
+        "episode": episode.hex(),
+    }
+
+
+def main():
+    text = json.dumps(build(), indent=1, ensure_ascii=False) + "\n"
+    if "--check" in sys.argv[1:]:
+        with open(OUT, encoding="utf-8") as f:
+            if f.read() != text:
+                print("%s is out of date" % OUT, file=sys.stderr)
+                return 1
+        return 0
+    with open(OUT, "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
