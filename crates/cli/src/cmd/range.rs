@@ -269,11 +269,15 @@ fn run_batch(a: &RunArgs, params: Params, n: usize) -> anyhow::Result<ExitCode> 
     let mut batch = Batch::new(params, n, a.seed, a.threads.unwrap_or(1))?;
     let mut samplers = Vec::with_capacity(n);
     let mut tracers = Vec::with_capacity(n);
+    // Each sub-env's transition, rendered once per step: recorded, then sampled from.
+    let mut shown = Vec::with_capacity(n);
     for i in 0..n {
-        samplers.push(LockstepSampler::new(batch.seed(i), batch.env(i).spec()));
+        samplers.push(LockstepSampler::new(batch.seed(i), batch.spec()));
         let mut t = Tracer::new(CacheMode::On);
-        t.record(batch.transition(i))?;
+        let tr = batch.transition(i);
+        t.record(&tr)?;
         tracers.push(t);
+        shown.push(tr);
     }
     let mut live = vec![true; n];
     let mut joint = vec![JointAction::default(); n];
@@ -282,14 +286,15 @@ fn run_batch(a: &RunArgs, params: Params, n: usize) -> anyhow::Result<ExitCode> 
             break;
         }
         for i in (0..n).filter(|&i| live[i]) {
-            let actions = samplers[i].sample(batch.transition(i));
+            let actions = samplers[i].sample(&shown[i]);
             joint[i] = lockstep_range::joint_from_actions(&actions)?;
         }
         batch.step(&joint)?;
         for (i, (l, t)) in live.iter_mut().zip(tracers.iter_mut()).enumerate() {
             if *l {
-                t.record(batch.transition(i))?;
-                *l = !batch.transition(i).is_done();
+                shown[i] = batch.transition(i);
+                t.record(&shown[i])?;
+                *l = !shown[i].is_done();
             }
         }
     }
