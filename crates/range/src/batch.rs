@@ -20,6 +20,7 @@ use lockstep::env::{EnvSpec, Transition};
 use crate::env::{build_spec, render_transition};
 use crate::obs;
 use crate::params::Params;
+use crate::sampler::ActionSampler;
 use crate::sim::{JointAction, State};
 use crate::{RangeError, N_AGENTS};
 use sub::{Dst, SubEnv};
@@ -129,7 +130,7 @@ impl Batch {
             terminated: vec![false; n],
             truncated: vec![false; n],
         };
-        b.advance(None)?;
+        b.advance(Moves::Render)?;
         Ok(b)
     }
 
@@ -163,7 +164,22 @@ impl Batch {
                 ),
             });
         }
-        self.advance(Some(actions))
+        self.advance(Moves::Given(actions))
+    }
+
+    /// Steps every sub-env with actions drawn by its own sampler (`samplers[i]` for sub-env i)
+    /// from its masks in the buffers, on the stepping threads: the same draws, in the same
+    /// order, as sampling `sample(agent, mask)` for every sub-env and agent and calling
+    /// [`Batch::step`] (a sub-env about to reset draws too; its action is ignored). What
+    /// `range bench --batch` runs: sampling stays beside the sub-env it feeds, on its thread.
+    pub fn step_sampled(&mut self, samplers: &mut [ActionSampler]) -> Result<(), RangeError> {
+        if samplers.len() != self.len() {
+            return Err(RangeError::InvalidParam {
+                field: "batch".into(),
+                why: format!("{} samplers for a batch of {}", samplers.len(), self.len()),
+            });
+        }
+        self.advance(Moves::Sampled(samplers))
     }
 
     /// The seed of sub-env `i`'s current episode.
@@ -225,9 +241,20 @@ impl Batch {
 
     /// Steps (or, with no actions, renders the freshly reset) sub-envs, each thread a
     /// contiguous share of them and of every buffer.
-    fn advance(&mut self, actions: Option<&[JointAction]>) -> Result<(), RangeError> {
+    fn advance(&mut self, moves: Moves<'_>) -> Result<(), RangeError> {
         let n = self.len();
         let chunk = n.div_ceil(self.threads);
+        let masks: [usize; N_AGENTS] = std::array::from_fn(|a| {
+            self.specs
+                .iter()
+                .position(|s| s.agent == a && s.key == "action_mask")
+                .expect("every agent has a mask")
+        });
+        let (actions, mut samplers) = match moves {
+            Moves::Render => (None, None),
+            Moves::Given(a) => (Some(a), None),
+            Moves::Sampled(s) => (None, Some(s.chunks_mut(chunk))),
+        };
         let stride = n as u64;
         let specs = &self.specs;
         let params = &self.params;
@@ -260,6 +287,7 @@ impl Batch {
             .map(
                 |(t, (((((envs, slots), rewards), term), trunc), parts))| Chunk {
                     first: t * chunk,
+                    samplers: samplers.as_mut().and_then(|s| s.next()),
                     envs,
                     slots,
                     rewards,
@@ -268,7 +296,7 @@ impl Batch {
                     parts,
                 },
             );
-        let run = |mut c: Chunk<'_>| c.run(specs, params, actions, stride);
+        let run = |mut c: Chunk<'_>| c.run(specs, params, actions, &masks, stride);
         // The first chunk runs on this thread (with one thread, or a batch smaller than two
         // chunks, the only one): a thread is spawned only for the others.
         let Some(mine) = work.next() else {
@@ -295,9 +323,19 @@ impl Batch {
     }
 }
 
+/// What a batch step does with the sub-envs.
+enum Moves<'a> {
+    /// Nothing: render the freshly reset states (construction).
+    Render,
+    Given(&'a [JointAction]),
+    Sampled(&'a mut [ActionSampler]),
+}
+
 /// One thread's share of a batch step.
 struct Chunk<'a> {
     first: usize,
+    /// With [`Moves::Sampled`]: this chunk's samplers.
+    samplers: Option<&'a mut [ActionSampler]>,
     envs: &'a mut [SubEnv],
     slots: &'a mut [Slot],
     rewards: &'a mut [f64],
@@ -312,15 +350,26 @@ impl Chunk<'_> {
         specs: &[BufferSpec],
         params: &Params,
         actions: Option<&[JointAction]>,
+        masks: &[usize; N_AGENTS],
         stride: u64,
     ) -> Result<(), RangeError> {
+        let stepping = actions.is_some() || self.samplers.is_some();
         for j in 0..self.envs.len() {
+            let mut sampled = JointAction::default();
+            if let Some(samplers) = self.samplers.as_deref_mut() {
+                let len = params.mask_len();
+                for (a, &b) in masks.iter().enumerate() {
+                    if let Dst::I8(v) = &self.parts[b] {
+                        sampled.0[a] = samplers[j].sample(a, &v[j * len..(j + 1) * len]);
+                    }
+                }
+            }
             let env = &mut self.envs[j];
             let slot = &mut self.slots[j];
             let full = match actions {
                 // Construction: the state is reset, nothing rendered yet.
-                None => true,
-                Some(_) if slot.reset_pending => {
+                None if !stepping => true,
+                _ if slot.reset_pending => {
                     slot.episode += 1;
                     slot.seed = slot.seed.wrapping_add(stride);
                     env.reset(slot.seed, params);
@@ -328,6 +377,10 @@ impl Chunk<'_> {
                 }
                 Some(acts) => {
                     env.step(&acts[self.first + j], params);
+                    false
+                }
+                None => {
+                    env.step(&sampled, params);
                     false
                 }
             };

@@ -8,8 +8,7 @@ use lockstep::actions::ActionSampler as LockstepSampler;
 use lockstep::env::Env;
 use lockstep::trace::{CacheMode, Tracer};
 use lockstep_range::{
-    sim, ActionSampler, Batch, BufferData, JointAction, Params, RangeEnv, Scenario, AGENTS,
-    N_AGENTS,
+    sim, ActionSampler, Batch, JointAction, Params, RangeEnv, Scenario, AGENTS, N_AGENTS,
 };
 
 #[derive(clap::Args)]
@@ -313,28 +312,13 @@ fn bench_batch(a: &BenchArgs, params: Params, n: usize) -> anyhow::Result<ExitCo
     let mut samplers: Vec<ActionSampler> = (0..n)
         .map(|i| ActionSampler::new(a.seed + i as u64))
         .collect();
-    let masks: Vec<usize> = (0..N_AGENTS)
-        .map(|ag| {
-            batch
-                .find(ag, "action_mask")
-                .expect("every agent has a mask")
-        })
-        .collect();
-    let mask_len = batch.params().mask_len();
-    let mut joint = vec![JointAction::default(); n];
     let budget = Duration::from_secs_f64(a.seconds);
     let cpu0 = process_cpu_s();
     let start = Instant::now();
     let mut steps = 0u64;
     while start.elapsed() < budget {
-        for (i, j) in joint.iter_mut().enumerate() {
-            for (ag, b) in masks.iter().enumerate() {
-                if let BufferData::I8(v) = batch.buffer(*b) {
-                    j.0[ag] = samplers[i].sample(ag, &v[i * mask_len..(i + 1) * mask_len]);
-                }
-            }
-        }
-        batch.step(&joint)?;
+        // Each sub-env's actions are drawn from its masks on the thread that steps it.
+        batch.step_sampled(&mut samplers)?;
         steps += n as u64;
     }
     let secs = start.elapsed().as_secs_f64();

@@ -31,8 +31,9 @@ pub(super) struct SubEnv {
     pub(super) state: State,
     /// Target sets of the current state (its masks); the next step validates against them.
     sets: [[u128; N_TYPES]; N_AGENTS],
-    /// Per agent, the `adj_matrix` rows its buffer slot holds (all zero for a zeroed slot).
-    adj: [[u128; 128]; N_AGENTS],
+    /// The `adj_matrix` rows the buffer slots hold (all zero for a zeroed slot): `[0]` for
+    /// the three blue agents (always written together from the same rows), `[1]` for red.
+    adj: [[u128; 128]; 2],
 }
 
 impl SubEnv {
@@ -41,7 +42,7 @@ impl SubEnv {
         SubEnv {
             state: sim::reset(seed, params),
             sets: [[0; N_TYPES]; N_AGENTS],
-            adj: [[0; 128]; N_AGENTS],
+            adj: [[0; 128]; 2],
         }
     }
 
@@ -82,6 +83,10 @@ impl SubEnv {
         let mut red_rows = [0u128; 128];
         sim::adjacency_rows(&hs, 0, &mut blue_rows[..mh]);
         sim::adjacency_rows(&hs, RED, &mut red_rows[..mh]);
+        let adj_moved = [
+            self.adj[0][..mh] != blue_rows[..mh],
+            self.adj[1][..mh] != red_rows[..mh],
+        ];
         for (spec, dst) in specs.iter().zip(out.iter_mut()) {
             let a = spec.agent;
             let len = spec.len();
@@ -105,15 +110,19 @@ impl SubEnv {
                 ("pcap", Dst::F32(d)) => obs::write_pcap(state, d),
                 ("node_features", Dst::F32(d)) => obs::write_node_features(state, params, a, d),
                 ("adj_matrix", Dst::F32(d)) => {
-                    let rows = if a == RED { &red_rows } else { &blue_rows };
-                    let have = &mut self.adj[a];
-                    if have[..mh] != rows[..mh] {
-                        obs::write_adj_changed(params, d, &rows[..mh], Some(&have[..mh]));
-                        have[..mh].copy_from_slice(&rows[..mh]);
+                    let (rows, k) = if a == RED {
+                        (&red_rows, 1)
+                    } else {
+                        (&blue_rows, 0)
+                    };
+                    if adj_moved[k] {
+                        obs::write_adj_changed(params, d, &rows[..mh], Some(&self.adj[k][..mh]));
                     }
                 }
                 (key, _) => unreachable!("no rendering for {key} of this dtype"),
             }
         }
+        self.adj[0][..mh].copy_from_slice(&blue_rows[..mh]);
+        self.adj[1][..mh].copy_from_slice(&red_rows[..mh]);
     }
 }
