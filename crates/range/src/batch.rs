@@ -1,4 +1,4 @@
-//! The batched backend: N sub-envs stepped together on a pool of scoped threads, their
+//! The batched backend: N sub-envs stepped together on a pool of threads kept across steps (rayon), their
 //! observations, rewards and flags in contiguous `[N, ...]` buffers.
 //!
 //! Each sub-env is a `State` stepped by the same pure core as a single env and rendered by the
@@ -61,6 +61,9 @@ pub struct Batch {
     params: Params,
     seed0: u64,
     threads: usize,
+    /// The stepping threads (with more than one): kept across steps, so a step costs no
+    /// thread start.
+    pool: Option<rayon::ThreadPool>,
     spec: EnvSpec,
     envs: Vec<SubEnv>,
     slots: Vec<Slot>,
@@ -111,11 +114,27 @@ impl Batch {
         let envs = (0..n)
             .map(|i| SubEnv::new(seed0 + i as u64, &params))
             .collect();
+        let threads = threads.max(1);
+        let pool = if threads > 1 && n > 1 {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("lockstep-batch-{i}"))
+                    .build()
+                    .map_err(|e| RangeError::InvalidParam {
+                        field: "threads".into(),
+                        why: format!("cannot start {threads} threads: {e}"),
+                    })?,
+            )
+        } else {
+            None
+        };
         let mut b = Batch {
+            pool,
             spec: build_spec(&params),
             params,
             seed0,
-            threads: threads.max(1),
+            threads,
             envs,
             slots: (0..n)
                 .map(|i| Slot {
@@ -297,29 +316,15 @@ impl Batch {
                 },
             );
         let run = |mut c: Chunk<'_>| c.run(specs, params, actions, &masks, stride);
-        // The first chunk runs on this thread (with one thread, or a batch smaller than two
-        // chunks, the only one): a thread is spawned only for the others.
-        let Some(mine) = work.next() else {
-            return Ok(());
-        };
-        if self.threads == 1 || chunk >= n {
-            run(mine)?;
-            for c in work {
-                run(c)?;
+        match &self.pool {
+            Some(pool) if chunk < n => {
+                use rayon::prelude::*;
+                let work: Vec<Chunk<'_>> = work.collect();
+                pool.install(|| work.into_par_iter().try_for_each(run))
             }
-            return Ok(());
+            // One thread, or a batch smaller than two chunks: all on this thread.
+            _ => work.try_for_each(run),
         }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = work.map(|c| s.spawn(move || run(c))).collect();
-            let mut result = run(mine);
-            for h in handles {
-                let r = h.join().expect("a batch thread panicked");
-                if result.is_ok() {
-                    result = r;
-                }
-            }
-            result
-        })
     }
 }
 
