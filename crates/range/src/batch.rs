@@ -1,5 +1,5 @@
-//! The batched backend: N sub-envs stepped together on a pool of threads kept across steps (rayon), their
-//! observations, rewards and flags in contiguous `[N, ...]` buffers.
+//! The batched backend: N sub-envs stepped together on a pool of threads kept across steps
+//! (rayon), their observations, rewards and flags in contiguous `[N, ...]` buffers.
 //!
 //! Each sub-env is a `State` stepped by the same pure core as a single env and rendered by the
 //! same functions, straight into its slots of the buffers (`sub`), so sub-env i is
