@@ -192,6 +192,8 @@ pub fn range_catalogue() -> (Vec<String>, Vec<String>) {
     )
 }
 
+const NOT_A_NAME: &str = "is not a range env name (range:SCENARIO[:PRESET][?KEY=VALUE&...])";
+
 /// N range sub-envs stepped together (`lockstep_range::Batch`), for `lockstep.range.vector_env`:
 /// observations as numpy arrays of shape `[N, ...]`, one per agent and key.
 #[pyclass(module = "lockstep._native")]
@@ -206,12 +208,7 @@ impl RangeBatchCore {
     #[pyo3(signature = (name, n, seed0, threads = 1))]
     fn new(name: &str, n: usize, seed0: u64, threads: usize) -> PyResult<RangeBatchCore> {
         let factory = match factory_from_name(name) {
-            None => return Err(error(
-                Kind::Config,
-                format!(
-                    "{name:?} is not a range env name (range:SCENARIO[:PRESET][?KEY=VALUE&...])"
-                ),
-            )),
+            None => return Err(error(Kind::Config, format!("{name:?} {NOT_A_NAME}"))),
             Some(Err(e)) => return Err(error(Kind::Config, format!("env {name:?}: {e}"))),
             Some(Ok(f)) => f,
         };
