@@ -30,7 +30,15 @@ try:
 except ImportError:  # pragma: no cover - the env still works, without the base class
     _Base = object
 
-__all__ = ["parallel_env", "env_name", "RangeParallelEnv", "scenarios", "presets"]
+__all__ = [
+    "parallel_env",
+    "vector_env",
+    "env_name",
+    "RangeParallelEnv",
+    "RangeVectorEnv",
+    "scenarios",
+    "presets",
+]
 
 def scenarios():
     """The scenario names (docs/range.md), from the Rust range."""
@@ -184,3 +192,76 @@ class RangeParallelEnv(_Base):
 
     def __repr__(self):
         return f"<lockstep.range {self.name}>"
+
+
+def vector_env(scenario="ransomware", n=1, seed=0, threads=1, preset=None, **params):
+    """N range sub-envs stepped together in Rust (``lockstep_range::Batch``); see
+    :class:`RangeVectorEnv`. Arguments as :func:`parallel_env`, plus the batch size ``n``,
+    the first seed and the stepping threads."""
+    return RangeVectorEnv(env_name(scenario, preset, **params), n, seed, threads)
+
+
+class RangeVectorEnv:
+    """A vector env over the range: every observation is a numpy array of shape ``[N, ...]``
+    (``obs[agent][key]``), rewards ``[N, 4]`` float64 in :attr:`agents` order, terminations
+    and truncations ``[N]`` bool; actions an int64 array ``[N, 4, 2]`` (sub-env, agent,
+    ``[type, target]``).
+
+    Auto-reset: sub-env i starts at ``seed + i``; its episode k has seed ``seed + i + k * N``.
+    A step that ends a sub-env's episode returns that final transition; the next step resets
+    it with its next seed instead (its actions are ignored) and returns the reset (reward 0,
+    flags false). Each step's ``infos`` records it: ``infos["seed"]`` and ``infos["episode"]``
+    (``[N]`` uint64) are every sub-env's current episode seed and count, ``infos["reset"]``
+    (``[N]`` bool) the sub-envs this step reset, so any sub-episode replays alone with
+    ``parallel_env(...).reset(seed=infos["seed"][i])``. Per-agent infos and log lines of one
+    sub-env: :meth:`sub_env_infos` (rendered on demand).
+    """
+
+    def __init__(self, name, n, seed=0, threads=1):
+        self.name = name
+        self.num_envs = int(n)
+        self._threads = int(threads)
+        self._seed0 = int(seed)
+        self._core = _native.RangeBatchCore(name, self.num_envs, self._seed0, self._threads)
+        self.spec = self._core.spec()
+        self.agents = [a["name"] for a in self.spec["agents"]]
+        self._last_episode = None
+
+    def reset(self, seed=None):
+        """Starts over: sub-env i at ``seed + i`` (the seed given at construction when None).
+        Returns ``(obs, infos)``."""
+        if seed is not None:
+            self._seed0 = int(seed)
+        self._core = _native.RangeBatchCore(self.name, self.num_envs, self._seed0, self._threads)
+        self._last_episode = None
+        return self._core.observations(), self._infos()
+
+    def step(self, actions):
+        """One step of every sub-env: ``(obs, rewards, terminations, truncations, infos)``."""
+        actions = np.ascontiguousarray(actions, dtype=np.int64)
+        self._core.step(actions)
+        rewards, terms, truncs = self._core.outcomes()
+        return self._core.observations(), rewards, terms, truncs, self._infos()
+
+    def _infos(self):
+        seeds, episodes = self._core.seeds()
+        if self._last_episode is None:
+            reset = np.ones(self.num_envs, dtype=bool)
+        else:
+            reset = episodes != self._last_episode
+        self._last_episode = episodes
+        return {"seed": seeds, "episode": episodes, "reset": reset}
+
+    def sub_env_infos(self, i):
+        """Sub-env ``i``'s per-agent infos and the log lines its last step emitted, as
+        ``parallel_env`` shows them: ``(infos, logs)``."""
+        return self._core.transition(i)
+
+    def close(self):
+        pass
+
+    def __len__(self):
+        return self.num_envs
+
+    def __repr__(self):
+        return f"RangeVectorEnv({self.name!r}, n={self.num_envs})"

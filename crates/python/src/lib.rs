@@ -24,6 +24,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical::fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(canonical::diff, m)?)?;
     m.add_class::<range::RangeCore>()?;
+    m.add_class::<range::RangeBatchCore>()?;
     m.add_function(wrap_pyfunction!(range::range_catalogue, m)?)?;
     m.add_class::<check::NativeReport>()?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;

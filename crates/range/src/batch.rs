@@ -1,10 +1,11 @@
-//! The batched backend: N sub-envs stepped together on a pool of scoped threads, their
-//! observations, rewards and flags in contiguous `[N, ...]` buffers.
+//! The batched backend: N sub-envs stepped together on a pool of threads kept across steps
+//! (rayon), their observations, rewards and flags in contiguous `[N, ...]` buffers.
 //!
-//! Each sub-env is a [`RangeEnv`]: the same pure core and the same incremental rendering as a
-//! single env, so sub-env i is bit-identical to a single env reset with its seed and given its
-//! actions, whatever the thread count (the threads share nothing but read-only parameters).
-//! A buffer slot is rewritten only when the sub-env's array took a new revision.
+//! Each sub-env is a `State` stepped by the same pure core as a single env and rendered by the
+//! same functions, straight into its slots of the buffers (`sub`), so sub-env i is
+//! bit-identical to a single env reset with its seed and given its actions, whatever the
+//! thread count (the threads share nothing but read-only parameters). Infos and logs are
+//! rendered only when asked for ([`Batch::transition`]).
 //!
 //! **Seeds and auto-reset.** Sub-env i starts at seed `seed0 + i`; its episode k uses seed
 //! `seed0 + i + k * N` (so no two sub-envs ever share a seed, and any sub-episode can be
@@ -12,13 +13,17 @@
 //! that final transition; the next [`Batch::step`] resets it with its next seed instead of
 //! stepping it (its action is ignored), and shows the reset: reward 0, flags false.
 
-use lockstep::env::{ArrayData, Transition};
+mod sub;
 
-use crate::env::RangeEnv;
+use lockstep::env::{EnvSpec, Transition};
+
+use crate::env::{build_spec, render_transition};
 use crate::obs;
 use crate::params::Params;
-use crate::sim::JointAction;
-use crate::{RangeError, AGENTS, N_AGENTS};
+use crate::sampler::ActionSampler;
+use crate::sim::{JointAction, State};
+use crate::{RangeError, N_AGENTS};
+use sub::{Dst, SubEnv};
 
 /// One observation key of one agent, stored for every sub-env.
 #[derive(Debug, Clone)]
@@ -30,7 +35,7 @@ pub struct BufferSpec {
 }
 
 impl BufferSpec {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.shape.iter().product()
     }
 }
@@ -56,15 +61,14 @@ pub struct Batch {
     params: Params,
     seed0: u64,
     threads: usize,
-    envs: Vec<RangeEnv>,
+    /// The stepping threads (with more than one): kept across steps, so a step costs no
+    /// thread start.
+    pool: Option<rayon::ThreadPool>,
+    spec: EnvSpec,
+    envs: Vec<SubEnv>,
     slots: Vec<Slot>,
     specs: Vec<BufferSpec>,
     data: Vec<BufferData>,
-    /// Per sub-env, per buffer: the array revision last copied (`u64::MAX`: never).
-    copied: Vec<Vec<u64>>,
-    /// Per sub-env, per agent: the `adj_matrix` rows (as bitsets) the buffer holds, so that
-    /// only rows that changed are copied (the array is max_hosts² floats).
-    adj: Vec<[[u128; 128]; N_AGENTS]>,
     rewards: Vec<f64>,
     terminated: Vec<bool>,
     truncated: Vec<bool>,
@@ -107,31 +111,45 @@ impl Batch {
                 }
             })
             .collect();
-        let mut envs = Vec::with_capacity(n);
-        for _ in 0..n {
-            envs.push(RangeEnv::new(params.clone())?);
-        }
+        let envs = (0..n)
+            .map(|i| SubEnv::new(seed0 + i as u64, &params))
+            .collect();
+        let threads = threads.max(1);
+        let pool = if threads > 1 && n > 1 {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("lockstep-batch-{i}"))
+                    .build()
+                    .map_err(|e| RangeError::InvalidParam {
+                        field: "threads".into(),
+                        why: format!("cannot start {threads} threads: {e}"),
+                    })?,
+            )
+        } else {
+            None
+        };
         let mut b = Batch {
+            pool,
+            spec: build_spec(&params),
             params,
             seed0,
-            threads: threads.max(1),
+            threads,
             envs,
             slots: (0..n)
                 .map(|i| Slot {
                     seed: seed0 + i as u64,
                     episode: 0,
-                    reset_pending: true,
+                    reset_pending: false,
                 })
                 .collect(),
-            copied: vec![vec![u64::MAX; specs.len()]; n],
-            adj: vec![[[0; 128]; N_AGENTS]; n],
             specs,
             data,
             rewards: vec![0.0; n * N_AGENTS],
             terminated: vec![false; n],
             truncated: vec![false; n],
         };
-        b.advance(None)?;
+        b.advance(Moves::Render)?;
         Ok(b)
     }
 
@@ -165,7 +183,22 @@ impl Batch {
                 ),
             });
         }
-        self.advance(Some(actions))
+        self.advance(Moves::Given(actions))
+    }
+
+    /// Steps every sub-env with actions drawn by its own sampler (`samplers[i]` for sub-env i)
+    /// from its masks in the buffers, on the stepping threads: the same draws, in the same
+    /// order, as sampling `sample(agent, mask)` for every sub-env and agent and calling
+    /// [`Batch::step`] (a sub-env about to reset draws too; its action is ignored). What
+    /// `range bench --batch` runs: sampling stays beside the sub-env it feeds, on its thread.
+    pub fn step_sampled(&mut self, samplers: &mut [ActionSampler]) -> Result<(), RangeError> {
+        if samplers.len() != self.len() {
+            return Err(RangeError::InvalidParam {
+                field: "batch".into(),
+                why: format!("{} samplers for a batch of {}", samplers.len(), self.len()),
+            });
+        }
+        self.advance(Moves::Sampled(samplers))
     }
 
     /// The seed of sub-env `i`'s current episode.
@@ -178,14 +211,21 @@ impl Batch {
         self.slots[i].episode
     }
 
-    /// Sub-env `i`'s own transition (infos and logs included).
-    pub fn transition(&self, i: usize) -> &Transition {
-        self.envs[i].transition()
+    /// Sub-env `i`'s transition as a single env shows it (observations, rewards, flags, infos
+    /// and logs), rendered afresh from its state: a full rendering, for replay and tracing,
+    /// not for a learner's loop (the buffers are).
+    pub fn transition(&self, i: usize) -> Transition {
+        render_transition(&self.envs[i].state, &self.params)
     }
 
-    /// Sub-env `i`.
-    pub fn env(&self, i: usize) -> &RangeEnv {
-        &self.envs[i]
+    /// Sub-env `i`'s core state.
+    pub fn state(&self, i: usize) -> &State {
+        &self.envs[i].state
+    }
+
+    /// The spec every sub-env shares (that of `range:<scenario>` with these parameters).
+    pub fn spec(&self) -> &EnvSpec {
+        &self.spec
     }
 
     /// The buffers' layout, in the order of [`Batch::buffer`].
@@ -218,92 +258,95 @@ impl Batch {
         &self.truncated
     }
 
-    fn advance(&mut self, actions: Option<&[JointAction]>) -> Result<(), RangeError> {
+    /// Steps (or, with no actions, renders the freshly reset) sub-envs, each thread a
+    /// contiguous share of them and of every buffer.
+    fn advance(&mut self, moves: Moves<'_>) -> Result<(), RangeError> {
         let n = self.len();
         let chunk = n.div_ceil(self.threads);
+        let masks: [usize; N_AGENTS] = std::array::from_fn(|a| {
+            self.specs
+                .iter()
+                .position(|s| s.agent == a && s.key == "action_mask")
+                .expect("every agent has a mask")
+        });
+        let (actions, mut samplers) = match moves {
+            Moves::Render => (None, None),
+            Moves::Given(a) => (Some(a), None),
+            Moves::Sampled(s) => (None, Some(s.chunks_mut(chunk))),
+        };
         let stride = n as u64;
         let specs = &self.specs;
         let params = &self.params;
-        // Per thread: its sub-envs and its part of every buffer.
-        let mut parts: Vec<Vec<Part<'_>>> = (0..n.div_ceil(chunk)).map(|_| Vec::new()).collect();
+        // Per thread: its part of every buffer.
+        let mut parts: Vec<Vec<Dst<'_>>> = (0..n.div_ceil(chunk)).map(|_| Vec::new()).collect();
         for (spec, data) in specs.iter().zip(self.data.iter_mut()) {
             let len = spec.len() * chunk;
             match data {
                 BufferData::F32(v) => {
                     for (t, c) in v.chunks_mut(len).enumerate() {
-                        parts[t].push(Part::F32(c));
+                        parts[t].push(Dst::F32(c));
                     }
                 }
                 BufferData::I8(v) => {
                     for (t, c) in v.chunks_mut(len).enumerate() {
-                        parts[t].push(Part::I8(c));
+                        parts[t].push(Dst::I8(c));
                     }
                 }
             }
         }
-        let work = self
+        let mut work = self
             .envs
             .chunks_mut(chunk)
             .zip(self.slots.chunks_mut(chunk))
-            .zip(self.copied.chunks_mut(chunk))
-            .zip(self.adj.chunks_mut(chunk))
             .zip(self.rewards.chunks_mut(chunk * N_AGENTS))
             .zip(self.terminated.chunks_mut(chunk))
             .zip(self.truncated.chunks_mut(chunk))
             .zip(parts)
             .enumerate()
             .map(
-                |(t, (((((((envs, slots), copied), adj), rewards), term), trunc), parts))| Chunk {
+                |(t, (((((envs, slots), rewards), term), trunc), parts))| Chunk {
                     first: t * chunk,
+                    samplers: samplers.as_mut().and_then(|s| s.next()),
                     envs,
                     slots,
-                    copied,
-                    adj,
                     rewards,
                     terminated: term,
                     truncated: trunc,
                     parts,
                 },
             );
-        let run = |mut c: Chunk<'_>| c.run(specs, params, actions, stride);
-        // One chunk (one thread, or a batch smaller than two chunks) runs on this thread:
-        // spawning would only add its cost.
-        if self.threads == 1 || chunk >= n {
-            for c in work {
-                run(c)?;
+        let run = |mut c: Chunk<'_>| c.run(specs, params, actions, &masks, stride);
+        match &self.pool {
+            Some(pool) if chunk < n => {
+                use rayon::prelude::*;
+                let work: Vec<Chunk<'_>> = work.collect();
+                pool.install(|| work.into_par_iter().try_for_each(run))
             }
-            return Ok(());
+            // One thread, or a batch smaller than two chunks: all on this thread.
+            _ => work.try_for_each(run),
         }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = work.map(|c| s.spawn(move || run(c))).collect();
-            let mut result = Ok(());
-            for h in handles {
-                let r = h.join().expect("a batch thread panicked");
-                if result.is_ok() {
-                    result = r;
-                }
-            }
-            result
-        })
     }
 }
 
-enum Part<'a> {
-    F32(&'a mut [f32]),
-    I8(&'a mut [i8]),
+/// What a batch step does with the sub-envs.
+enum Moves<'a> {
+    /// Nothing: render the freshly reset states (construction).
+    Render,
+    Given(&'a [JointAction]),
+    Sampled(&'a mut [ActionSampler]),
 }
 
 /// One thread's share of a batch step.
 struct Chunk<'a> {
     first: usize,
-    envs: &'a mut [RangeEnv],
+    /// With [`Moves::Sampled`]: this chunk's samplers.
+    samplers: Option<&'a mut [ActionSampler]>,
+    envs: &'a mut [SubEnv],
     slots: &'a mut [Slot],
-    copied: &'a mut [Vec<u64>],
-    adj: &'a mut [[[u128; 128]; N_AGENTS]],
     rewards: &'a mut [f64],
     terminated: &'a mut [bool],
     truncated: &'a mut [bool],
-    parts: Vec<Part<'a>>,
+    parts: Vec<Dst<'a>>,
 }
 
 impl Chunk<'_> {
@@ -312,78 +355,46 @@ impl Chunk<'_> {
         specs: &[BufferSpec],
         params: &Params,
         actions: Option<&[JointAction]>,
+        masks: &[usize; N_AGENTS],
         stride: u64,
     ) -> Result<(), RangeError> {
+        let stepping = actions.is_some() || self.samplers.is_some();
         for j in 0..self.envs.len() {
+            let mut sampled = JointAction::default();
+            if let Some(samplers) = self.samplers.as_deref_mut() {
+                let len = params.mask_len();
+                for (a, &b) in masks.iter().enumerate() {
+                    if let Dst::I8(v) = &self.parts[b] {
+                        sampled.0[a] = samplers[j].sample(a, &v[j * len..(j + 1) * len]);
+                    }
+                }
+            }
             let env = &mut self.envs[j];
             let slot = &mut self.slots[j];
-            let done = if slot.reset_pending {
-                if actions.is_some() {
+            let full = match actions {
+                // Construction: the state is reset, nothing rendered yet.
+                None if !stepping => true,
+                _ if slot.reset_pending => {
                     slot.episode += 1;
                     slot.seed = slot.seed.wrapping_add(stride);
+                    env.reset(slot.seed, params);
+                    true
                 }
-                slot.reset_pending = false;
-                env.reset_with(slot.seed, params.clone())?.is_done()
-            } else {
-                let joint = &actions.expect("stepping has actions")[self.first + j];
-                env.step_joint(joint)
-                    .map_err(|e| RangeError::InvalidParam {
-                        field: "batch".into(),
-                        why: e.to_string(),
-                    })?
-                    .is_done()
+                Some(acts) => {
+                    env.step(&acts[self.first + j], params);
+                    false
+                }
+                None => {
+                    env.step(&sampled, params);
+                    false
+                }
             };
-            slot.reset_pending = done;
-            let env: &RangeEnv = env;
-            let t = env.transition();
-            for (a, name) in AGENTS.iter().enumerate() {
-                let step = &t.agents[*name];
-                self.rewards[j * N_AGENTS + a] = step.reward;
-                if a == 0 {
-                    self.terminated[j] = step.terminated;
-                    self.truncated[j] = step.truncated;
-                }
-            }
-            for (b, spec) in specs.iter().enumerate() {
-                let arr = &t.agents[AGENTS[spec.agent]].obs[spec.key];
-                if arr.revision() == self.copied[j][b] {
-                    continue;
-                }
-                let first_copy = self.copied[j][b] == u64::MAX;
-                self.copied[j][b] = arr.revision();
-                let len = spec.len();
-                if spec.key == "adj_matrix" && !first_copy {
-                    // Only the rows whose bitset moved.
-                    let (Part::F32(dst), ArrayData::F32(src)) = (&mut self.parts[b], arr.data())
-                    else {
-                        unreachable!("adj_matrix is float32")
-                    };
-                    let dst = &mut dst[j * len..(j + 1) * len];
-                    let have = &mut self.adj[j][spec.agent];
-                    let row = params.max_hosts;
-                    for (r, now) in env.adj_rows(spec.agent).iter().enumerate() {
-                        if have[r] != *now {
-                            dst[r * row..(r + 1) * row]
-                                .copy_from_slice(&src[r * row..(r + 1) * row]);
-                            have[r] = *now;
-                        }
-                    }
-                    continue;
-                }
-                if spec.key == "adj_matrix" {
-                    let rows = env.adj_rows(spec.agent);
-                    self.adj[j][spec.agent][..rows.len()].copy_from_slice(rows);
-                }
-                match (&mut self.parts[b], arr.data()) {
-                    (Part::F32(dst), ArrayData::F32(src)) => {
-                        dst[j * len..(j + 1) * len].copy_from_slice(src)
-                    }
-                    (Part::I8(dst), ArrayData::I8(src)) => {
-                        dst[j * len..(j + 1) * len].copy_from_slice(src)
-                    }
-                    _ => unreachable!("buffer dtypes follow obs::keys"),
-                }
-            }
+            env.render(params, specs, &mut self.parts, j, full);
+            let state = &env.state;
+            slot.reset_pending = state.done();
+            self.rewards[j * N_AGENTS..(j + 1) * N_AGENTS].copy_from_slice(&state.last.rewards);
+            self.terminated[j] = state.terminated;
+            self.truncated[j] = state.truncated;
         }
         Ok(())
     }

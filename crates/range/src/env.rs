@@ -411,7 +411,7 @@ fn boxed(dtype: DType, shape: Vec<usize>, low: f64, high: f64) -> Space {
     }
 }
 
-fn build_spec(params: &Params) -> EnvSpec {
+pub(crate) fn build_spec(params: &Params) -> EnvSpec {
     let agents = AGENTS
         .iter()
         .enumerate()

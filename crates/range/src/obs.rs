@@ -145,15 +145,23 @@ pub fn write_embedding(state: &State, params: &Params, agent: usize, out: &mut [
     out.copy_from_slice(&acc);
 }
 
-/// Rewrites the rows of `adj_matrix` that differ between `prev` and `rows` (all rows when
-/// `prev` is `None`).
+/// Rewrites the entries of `adj_matrix` that differ between `prev` (what `out` holds) and
+/// `rows`; every row when `prev` is `None`. Only the flipped entries are written: a changed
+/// row usually gains or loses a host or two, and a large batch cannot afford to bring whole
+/// rows (400 bytes each) into cache for that.
 pub fn write_adj_changed(params: &Params, out: &mut [f32], rows: &[u128], prev: Option<&[u128]>) {
     let n = params.max_hosts;
     for (i, &r) in rows.iter().enumerate().take(n) {
-        if prev.is_some_and(|p| p[i] == r) {
+        let row = &mut out[i * n..(i + 1) * n];
+        if let Some(p) = prev {
+            let mut flipped = p[i] ^ r;
+            while flipped != 0 {
+                let j = flipped.trailing_zeros() as usize;
+                row[j] = if (r >> j) & 1 == 1 { 1.0 } else { 0.0 };
+                flipped &= flipped - 1;
+            }
             continue;
         }
-        let row = &mut out[i * n..(i + 1) * n];
         row.fill(0.0);
         let mut bits = r;
         while bits != 0 {

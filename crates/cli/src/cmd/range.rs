@@ -8,8 +8,7 @@ use lockstep::actions::ActionSampler as LockstepSampler;
 use lockstep::env::Env;
 use lockstep::trace::{CacheMode, Tracer};
 use lockstep_range::{
-    sim, ActionSampler, Batch, BufferData, JointAction, Params, RangeEnv, Scenario, AGENTS,
-    N_AGENTS,
+    sim, ActionSampler, Batch, JointAction, Params, RangeEnv, Scenario, AGENTS, N_AGENTS,
 };
 
 #[derive(clap::Args)]
@@ -269,11 +268,15 @@ fn run_batch(a: &RunArgs, params: Params, n: usize) -> anyhow::Result<ExitCode> 
     let mut batch = Batch::new(params, n, a.seed, a.threads.unwrap_or(1))?;
     let mut samplers = Vec::with_capacity(n);
     let mut tracers = Vec::with_capacity(n);
+    // Each sub-env's transition, rendered once per step: recorded, then sampled from.
+    let mut shown = Vec::with_capacity(n);
     for i in 0..n {
-        samplers.push(LockstepSampler::new(batch.seed(i), batch.env(i).spec()));
+        samplers.push(LockstepSampler::new(batch.seed(i), batch.spec()));
         let mut t = Tracer::new(CacheMode::On);
-        t.record(batch.transition(i))?;
+        let tr = batch.transition(i);
+        t.record(&tr)?;
         tracers.push(t);
+        shown.push(tr);
     }
     let mut live = vec![true; n];
     let mut joint = vec![JointAction::default(); n];
@@ -282,14 +285,15 @@ fn run_batch(a: &RunArgs, params: Params, n: usize) -> anyhow::Result<ExitCode> 
             break;
         }
         for i in (0..n).filter(|&i| live[i]) {
-            let actions = samplers[i].sample(batch.transition(i));
+            let actions = samplers[i].sample(&shown[i]);
             joint[i] = lockstep_range::joint_from_actions(&actions)?;
         }
         batch.step(&joint)?;
         for (i, (l, t)) in live.iter_mut().zip(tracers.iter_mut()).enumerate() {
             if *l {
-                t.record(batch.transition(i))?;
-                *l = !batch.transition(i).is_done();
+                shown[i] = batch.transition(i);
+                t.record(&shown[i])?;
+                *l = !shown[i].is_done();
             }
         }
     }
@@ -308,28 +312,13 @@ fn bench_batch(a: &BenchArgs, params: Params, n: usize) -> anyhow::Result<ExitCo
     let mut samplers: Vec<ActionSampler> = (0..n)
         .map(|i| ActionSampler::new(a.seed + i as u64))
         .collect();
-    let masks: Vec<usize> = (0..N_AGENTS)
-        .map(|ag| {
-            batch
-                .find(ag, "action_mask")
-                .expect("every agent has a mask")
-        })
-        .collect();
-    let mask_len = batch.params().mask_len();
-    let mut joint = vec![JointAction::default(); n];
     let budget = Duration::from_secs_f64(a.seconds);
     let cpu0 = process_cpu_s();
     let start = Instant::now();
     let mut steps = 0u64;
     while start.elapsed() < budget {
-        for (i, j) in joint.iter_mut().enumerate() {
-            for (ag, b) in masks.iter().enumerate() {
-                if let BufferData::I8(v) = batch.buffer(*b) {
-                    j.0[ag] = samplers[i].sample(ag, &v[i * mask_len..(i + 1) * mask_len]);
-                }
-            }
-        }
-        batch.step(&joint)?;
+        // Each sub-env's actions are drawn from its masks on the thread that steps it.
+        batch.step_sampled(&mut samplers)?;
         steps += n as u64;
     }
     let secs = start.elapsed().as_secs_f64();

@@ -1,0 +1,128 @@
+//! One sub-env of a batch: the core state and the little a rendering needs to be incremental,
+//! with observations written straight into the sub-env's slots of the batch buffers.
+//!
+//! A single [`crate::RangeEnv`] keeps a [`lockstep::env::Transition`] (four `adj_matrix`
+//! arrays of max_hosts² floats, info maps of JSON values) and the batch used to copy it into
+//! its buffers: two copies of every observation and a map per agent rewritten each step, for
+//! thousands of sub-envs that do not fit in cache. Here the buffer slot is the only copy, infos
+//! and logs are rendered only when asked for ([`crate::render_transition`]), and the
+//! per-sub-env footprint is the `State` plus 10 KB of bitsets.
+//!
+//! Parity: every array is written by the same `obs` / `sim` function the single env uses, from
+//! the same state, with the same skips (an embedding only when lines about its subnets came
+//! or went, an `adj_matrix` row only when its bitset moved); a skipped array therefore holds
+//! what a fresh rendering would write, as the single env's does (tests/batch.rs compares every
+//! slot with a single env; tests/determinism.rs the single env with fresh renderings).
+
+use crate::obs;
+use crate::params::Params;
+use crate::sim::{self, JointAction, State, BLUE_SUBNETS};
+use crate::{N_AGENTS, N_TYPES, RED};
+
+use super::BufferSpec;
+
+/// A thread's share of one buffer (its sub-envs' slots, in order).
+pub(super) enum Dst<'a> {
+    F32(&'a mut [f32]),
+    I8(&'a mut [i8]),
+}
+
+pub(super) struct SubEnv {
+    pub(super) state: State,
+    /// Target sets of the current state (its masks); the next step validates against them.
+    sets: [[u128; N_TYPES]; N_AGENTS],
+    /// The `adj_matrix` rows the buffer slots hold (all zero for a zeroed slot): `[0]` for
+    /// the three blue agents (always written together from the same rows), `[1]` for red.
+    adj: [[u128; 128]; 2],
+}
+
+impl SubEnv {
+    /// Reset to `seed`, nothing rendered yet (the buffer slots are zero, as `adj` says).
+    pub(super) fn new(seed: u64, params: &Params) -> SubEnv {
+        SubEnv {
+            state: sim::reset(seed, params),
+            sets: [[0; N_TYPES]; N_AGENTS],
+            adj: [[0; 128]; 2],
+        }
+    }
+
+    pub(super) fn reset(&mut self, seed: u64, params: &Params) {
+        self.state = sim::reset(seed, params);
+    }
+
+    /// The caller never steps a finished episode (the batch resets it instead).
+    pub(super) fn step(&mut self, joint: &JointAction, params: &Params) {
+        sim::step_with_sets(&mut self.state, joint, params, &self.sets);
+    }
+
+    /// Writes every observation of the current state into slot `j` of `out` (one share per
+    /// spec). `full` after a reset: arrays skipped when unchanged are written too.
+    pub(super) fn render(
+        &mut self,
+        params: &Params,
+        specs: &[BufferSpec],
+        out: &mut [Dst<'_>],
+        j: usize,
+        full: bool,
+    ) {
+        let state = &self.state;
+        let hs = sim::host_sets(state);
+        self.sets = sim::all_target_sets_with(state, params, &hs);
+        let fresh = state.last.new_logs.len().min(state.siem.buffer.len());
+        let new_line_subnets = state
+            .siem
+            .buffer
+            .iter()
+            .rev()
+            .take(fresh)
+            .fold(state.last.evicted_subnets, |m, l| m | 1 << l.subnet);
+        let mh = params.max_hosts;
+        // Adjacency depends on the agent only through red's discovery: one computation for
+        // the three blue agents.
+        let mut blue_rows = [0u128; 128];
+        let mut red_rows = [0u128; 128];
+        sim::adjacency_rows(&hs, 0, &mut blue_rows[..mh]);
+        sim::adjacency_rows(&hs, RED, &mut red_rows[..mh]);
+        let adj_moved = [
+            self.adj[0][..mh] != blue_rows[..mh],
+            self.adj[1][..mh] != red_rows[..mh],
+        ];
+        for (spec, dst) in specs.iter().zip(out.iter_mut()) {
+            let a = spec.agent;
+            let len = spec.len();
+            let at = j * len..(j + 1) * len;
+            let dst = match dst {
+                Dst::F32(v) => Dst::F32(&mut v[at]),
+                Dst::I8(v) => Dst::I8(&mut v[at]),
+            };
+            match (spec.key, dst) {
+                ("action_mask", Dst::I8(d)) => {
+                    sim::write_mask_with(state, params, a, &self.sets[a], d)
+                }
+                ("obs", Dst::F32(d)) => obs::write_obs(state, params, a, d),
+                ("siem_embedding", Dst::F32(d)) => {
+                    if full || (a != RED && new_line_subnets & BLUE_SUBNETS[a] != 0) {
+                        obs::write_embedding(state, params, a, d);
+                    }
+                }
+                ("blue_comm", Dst::F32(d)) => obs::write_comm(state, d),
+                ("delta_t", Dst::F32(d)) => obs::write_delta(state, d),
+                ("pcap", Dst::F32(d)) => obs::write_pcap(state, d),
+                ("node_features", Dst::F32(d)) => obs::write_node_features(state, params, a, d),
+                ("adj_matrix", Dst::F32(d)) => {
+                    let (rows, k) = if a == RED {
+                        (&red_rows, 1)
+                    } else {
+                        (&blue_rows, 0)
+                    };
+                    if adj_moved[k] {
+                        obs::write_adj_changed(params, d, &rows[..mh], Some(&self.adj[k][..mh]));
+                    }
+                }
+                (key, _) => unreachable!("no rendering for {key} of this dtype"),
+            }
+        }
+        self.adj[0][..mh].copy_from_slice(&blue_rows[..mh]);
+        self.adj[1][..mh].copy_from_slice(&red_rows[..mh]);
+    }
+}
