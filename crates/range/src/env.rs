@@ -187,16 +187,7 @@ impl RangeEnv {
         let state = &self.state;
         let done_t = state.terminated;
         let done_u = state.truncated;
-        // The lines that became visible this step are the newest of the buffer; an embedding
-        // changes only when its subnets gained or lost a line.
-        let fresh = state.last.new_logs.len().min(state.siem.buffer.len());
-        let new_line_subnets = state
-            .siem
-            .buffer
-            .iter()
-            .rev()
-            .take(fresh)
-            .fold(state.last.evicted_subnets, |m, l| m | 1 << l.subnet);
+        let new_line_subnets = obs::subnets_with_changed_lines(state);
         // clone_from reuses the strings' allocations.
         self.transition.logs.clone_from(&state.last.new_logs);
         for (a, name) in AGENTS.iter().enumerate() {

@@ -127,6 +127,20 @@ pub fn write_mask(state: &State, params: &Params, agent: usize, out: &mut [i8]) 
 
 /// `siem_embedding`: the last `embedding_lines` visible lines about the agent's subnets,
 /// feature-hashed and L2-normalised. Red's is zeros.
+/// The subnets (bit per subnet) whose SIEM lines changed this step: the lines that became
+/// visible are the newest of the buffer, plus the subnets that lost a line to eviction. An
+/// embedding needs rewriting only when its subnets are among them.
+pub fn subnets_with_changed_lines(state: &State) -> u8 {
+    let fresh = state.last.new_logs.len().min(state.siem.buffer.len());
+    state
+        .siem
+        .buffer
+        .iter()
+        .rev()
+        .take(fresh)
+        .fold(state.last.evicted_subnets, |m, l| m | 1 << l.subnet)
+}
+
 pub fn write_embedding(state: &State, params: &Params, agent: usize, out: &mut [f32]) {
     let mut acc = [0.0f32; EMBED_DIM];
     if agent != RED {

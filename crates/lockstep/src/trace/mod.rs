@@ -656,6 +656,44 @@ fn same_bits(a: &ArrayData, b: &ArrayData) -> bool {
     }
 }
 
+/// A digest already taken this step of an array equal to `array`: the same array shown to an
+/// earlier agent (by name order) under the same key, found in `cache` (agent -> key ->
+/// (revision, digest) of the array last hashed). Equal by revision, or bit for bit when the
+/// array is big enough that comparing is cheaper than hashing. Both trace formats dedupe this
+/// way; what they cache differs (`T`).
+fn digest_of_an_earlier_copy<T: Copy>(
+    cache: &BTreeMap<String, BTreeMap<String, (u64, T)>>,
+    t: &Transition,
+    agent: &str,
+    key: &str,
+    array: &Array,
+) -> Option<T> {
+    for (other, s) in t
+        .agents
+        .iter()
+        .take_while(|(name, _)| name.as_str() < agent)
+    {
+        let Some(o) = s.obs.get(key) else { continue };
+        let Some(&(r, d)) = cache.get(other.as_str()).and_then(|m| m.get(key)) else {
+            continue;
+        };
+        if r != o.revision() {
+            continue;
+        }
+        if o.revision() == array.revision() {
+            return Some(d);
+        }
+        if o.dtype() == array.dtype()
+            && o.shape() == array.shape()
+            && o.len() * o.dtype().size() >= DEDUPE_MIN_BYTES
+            && same_bits(o.data(), array.data())
+        {
+            return Some(d);
+        }
+    }
+    None
+}
+
 /// Digests transitions one after another and keeps the episode chain.
 #[derive(Debug, Clone, Default)]
 pub struct Tracer {
@@ -844,30 +882,7 @@ impl Tracer {
         key: &str,
         array: &Array,
     ) -> Option<Digest> {
-        for (other, s) in t
-            .agents
-            .iter()
-            .take_while(|(name, _)| name.as_str() < agent)
-        {
-            let Some(o) = s.obs.get(key) else { continue };
-            let Some(&(r, d)) = self.cache.get(other.as_str()).and_then(|m| m.get(key)) else {
-                continue;
-            };
-            if r != o.revision() {
-                continue;
-            }
-            if o.revision() == array.revision() {
-                return Some(d);
-            }
-            if o.dtype() == array.dtype()
-                && o.shape() == array.shape()
-                && o.len() * o.dtype().size() >= DEDUPE_MIN_BYTES
-                && same_bits(o.data(), array.data())
-            {
-                return Some(d);
-            }
-        }
-        None
+        digest_of_an_earlier_copy(&self.cache, t, agent, key, array)
     }
 
     /// The episode digest so far.

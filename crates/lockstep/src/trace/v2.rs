@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use lockstep_canon::Value;
 
 use super::{
-    append, le_slice, same_bits, Blocks, CacheMode, Digest, InfoCache, TraceError, DEDUPE_MIN_BYTES,
+    append, digest_of_an_earlier_copy, le_slice, Blocks, CacheMode, Digest, InfoCache, TraceError,
 };
 use crate::env::{Array, Transition};
 
@@ -234,29 +234,6 @@ impl StepHasher {
         key: &str,
         array: &Array,
     ) -> Option<[u8; 32]> {
-        for (other, s) in t
-            .agents
-            .iter()
-            .take_while(|(name, _)| name.as_str() < agent)
-        {
-            let Some(o) = s.obs.get(key) else { continue };
-            let Some(&(r, h)) = self.elements.get(other.as_str()).and_then(|m| m.get(key)) else {
-                continue;
-            };
-            if r != o.revision() {
-                continue;
-            }
-            if o.revision() == array.revision() {
-                return Some(h);
-            }
-            if o.dtype() == array.dtype()
-                && o.shape() == array.shape()
-                && o.len() * o.dtype().size() >= DEDUPE_MIN_BYTES
-                && same_bits(o.data(), array.data())
-            {
-                return Some(h);
-            }
-        }
-        None
+        digest_of_an_earlier_copy(&self.elements, t, agent, key, array)
     }
 }

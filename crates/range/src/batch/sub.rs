@@ -68,14 +68,7 @@ impl SubEnv {
         let state = &self.state;
         let hs = sim::host_sets(state);
         self.sets = sim::all_target_sets_with(state, params, &hs);
-        let fresh = state.last.new_logs.len().min(state.siem.buffer.len());
-        let new_line_subnets = state
-            .siem
-            .buffer
-            .iter()
-            .rev()
-            .take(fresh)
-            .fold(state.last.evicted_subnets, |m, l| m | 1 << l.subnet);
+        let new_line_subnets = obs::subnets_with_changed_lines(state);
         let mh = params.max_hosts;
         // Adjacency depends on the agent only through red's discovery: one computation for
         // the three blue agents.
