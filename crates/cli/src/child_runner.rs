@@ -95,6 +95,8 @@ impl ProcessRunner for ChildRunner {
         Ok(Recorded {
             trace: parsed.trace,
             captured,
+            // The child's kept prefix is not sent: a divergence is explained from re-runs.
+            kept: Vec::new(),
         })
     }
 }

@@ -8,7 +8,7 @@
 //! transport), so the env's factory offers a [`Forker`] ([`crate::env::EnvFactory::forker`]);
 //! without one the check does not apply and says so, never passing.
 
-use super::{first_divergence, localise_pair, CheckError, CheckOutcome, Ctx};
+use super::{first_divergence, CheckError, CheckOutcome, Ctx};
 use crate::trace::{Recorded, RolloutOptions};
 
 /// Seeds played in the parent before it forks: the check's seed plus these offsets.
@@ -69,10 +69,11 @@ impl Ctx<'_> {
                 Ok(self.outcome(&fresh, l, r, None, true, summary))
             }
             Some(d) => {
-                let again = runs(Some(d.step))?.ok_or_else(|| {
-                    CheckError::Runner("forked workers: the env stopped forking".into())
+                let d = self.localised((&fresh, &forked), d, |k| {
+                    runs(Some(k))?.ok_or_else(|| {
+                        CheckError::Runner("forked workers: the env stopped forking".into())
+                    })
                 })?;
-                let d = localise_pair((&fresh, &again.0), (&forked, &again.1), d);
                 let summary = self.fail_summary(&d, &l, &r);
                 Ok(self.failed((&fresh, &forked), l, r, d, summary))
             }

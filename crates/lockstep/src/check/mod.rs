@@ -19,9 +19,12 @@
 //!   threads at once (released together after their resets) each match their solo rollout.
 //!
 //! A failure carries the first [`Divergence`]: step, agent and key from the digests, then the
-//! element with both values from the two transitions of that step. Those are captured by
-//! re-running the same scenario up to the divergent step (a rollout is deterministic; when it
-//! is not, the re-run may not reproduce the difference, and the report says so).
+//! element with both values from the two transitions of that step. Every rollout of a check
+//! keeps its first transitions in full ([`KeepFirst::CHECKS`]), so a difference in those steps
+//! is explained from the runs that differed. A later one is explained by re-running the same
+//! scenario up to the divergent step: a deterministic rollout gives the same transitions
+//! again; for one that is not, the re-run may not reproduce the difference, so it is tried up
+//! to [`RERUNS`] times, and the report says when none did.
 
 mod divergence;
 mod fork;
@@ -39,7 +42,7 @@ use std::sync::Barrier;
 use lockstep_canon::Value;
 
 use crate::env::{Env, EnvError, EnvFactory};
-use crate::trace::{Digest, Recorded, Rollout, RolloutOptions, StepDigest, TraceError};
+use crate::trace::{Digest, KeepFirst, Recorded, Rollout, RolloutOptions, StepDigest, TraceError};
 
 /// One of the five replay checks.
 #[derive(
@@ -190,6 +193,7 @@ impl CheckConfig {
     fn opts(&self, capture: Option<u64>) -> RolloutOptions {
         RolloutOptions {
             capture,
+            keep_first: KeepFirst::CHECKS,
             reset_options: self.reset_options.clone(),
             ..RolloutOptions::default()
         }
@@ -514,8 +518,15 @@ impl Ctx<'_> {
                 ),
             ),
             Some(c) => {
-                let again = self.same_seed_runs(Some(c.divergence.step), c.right + 1)?;
-                let d = localise(&runs, &again, &c);
+                let d = self.localised(
+                    (&runs[c.left], &runs[c.right]),
+                    c.divergence.clone(),
+                    |k| {
+                        let mut again = self.same_seed_runs(Some(k), c.right + 1)?;
+                        let right = again.swap_remove(c.right);
+                        Ok((again.swap_remove(c.left), right))
+                    },
+                )?;
                 let (l, r) = (label(c.left), label(c.right));
                 let summary = self.fail_summary(&d, &l, &r);
                 self.failed((&runs[c.left], &runs[c.right]), l, r, d, summary)
@@ -677,15 +688,11 @@ impl Ctx<'_> {
             )),
             Some(c) => {
                 let i = c.left;
-                let k = c.divergence.step;
-                let solo_again = [self.solo(self.cfg.seed_at(i), Some(k))?];
-                let runs_again = scenario(Some(k))?;
-                let solo_first = [solos[i].clone()];
-                let d = localise_pair(
-                    (&solo_first[0], &solo_again[0]),
-                    (&runs[i], &runs_again[i]),
-                    c.divergence,
-                );
+                let d = self.localised((&solos[i], &runs[i]), c.divergence, |k| {
+                    let solo_again = self.solo(self.cfg.seed_at(i), Some(k))?;
+                    let run_again = scenario(Some(k))?.swap_remove(i);
+                    Ok((solo_again, run_again))
+                })?;
                 let seed = self.cfg.seed_at(i);
                 let (l, r) = (format!("seed {seed} solo"), format!("seed {seed} {what}"));
                 let summary = format!(
@@ -765,12 +772,13 @@ impl Ctx<'_> {
                 Ok(self.outcome(&here, l, r, None, true, summary))
             }
             Some(d) => {
-                let k = d.step;
-                let here_again = self.solo(seed, Some(k))?;
-                let child_again = runner
-                    .run(&id, seed, steps, Some(k))
-                    .map_err(CheckError::Runner)?;
-                let d = localise_pair((&here, &here_again), (&child, &child_again), d);
+                let d = self.localised((&here, &child), d, |k| {
+                    let here_again = self.solo(seed, Some(k))?;
+                    let child_again = runner
+                        .run(&id, seed, steps, Some(k))
+                        .map_err(CheckError::Runner)?;
+                    Ok((here_again, child_again))
+                })?;
                 let summary = self.fail_summary(&d, &l, &r);
                 Ok(self.failed((&here, &child), l, r, d, summary))
             }
@@ -797,45 +805,59 @@ fn step_of(r: &Recorded, k: u64) -> Option<&StepDigest> {
     r.trace.step_digests.get(k as usize)
 }
 
-/// Adds the element-level detail to `c.divergence` from re-runs of the same scenario.
-fn localise(first: &[Recorded], again: &[Recorded], c: &Compared) -> Divergence {
-    localise_pair(
-        (&first[c.left], &again[c.left]),
-        (&first[c.right], &again[c.right]),
-        c.divergence.clone(),
-    )
-}
+/// How many times a check re-runs a scenario to explain a difference its kept transitions do
+/// not reach, while the re-runs do not reproduce it.
+pub const RERUNS: usize = 3;
 
-fn localise_pair(
-    left: (&Recorded, &Recorded),
-    right: (&Recorded, &Recorded),
-    mut d: Divergence,
-) -> Divergence {
-    let k = d.step;
-    let reproduced = |(first, again): (&Recorded, &Recorded)| {
-        step_of(first, k).map(|s| s.digest) == step_of(again, k).map(|s| s.digest)
-    };
-    let both_reproduced = reproduced(left) && reproduced(right);
-    let detail = match (&left.1.captured, &right.1.captured) {
-        (Some(a), Some(b)) => explain(&d.site, a, b),
-        _ => None,
-    };
-    let wants_detail = matches!(
-        d.site,
-        Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. }
-    );
-    d.note = match (&detail, both_reproduced) {
-        (_, true) => None,
-        (Some(_), false) => Some(format!(
-            "values from a re-run to step {k}: the env does not reproduce its own runs, so they may differ from the first run's"
-        )),
-        (None, false) if wants_detail => Some(format!(
-            "a re-run to step {k} did not reproduce the difference: the env is not deterministic"
-        )),
-        (None, false) => None,
-    };
-    d.detail = detail;
-    d
+impl Ctx<'_> {
+    /// Adds the element-level detail to `d`, the first divergence of the runs `first`: from
+    /// their kept transitions when both reach its step, else from `rerun(step)`, which plays
+    /// the same two runs again and captures that step (see the module doc).
+    pub(super) fn localised(
+        &self,
+        first: (&Recorded, &Recorded),
+        mut d: Divergence,
+        mut rerun: impl FnMut(u64) -> Result<(Recorded, Recorded), CheckError>,
+    ) -> Result<Divergence, CheckError> {
+        let k = d.step;
+        if let (Some(a), Some(b)) = (first.0.kept_at(k), first.1.kept_at(k)) {
+            d.detail = explain(&d.site, a, b);
+            d.note = None;
+            return Ok(d);
+        }
+        let wants_detail = matches!(
+            d.site,
+            Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. }
+        );
+        for attempt in 1..=RERUNS {
+            let (left, right) = rerun(k)?;
+            let reproduced = |first: &Recorded, again: &Recorded| {
+                step_of(first, k).map(|s| s.digest) == step_of(again, k).map(|s| s.digest)
+            };
+            let both_reproduced = reproduced(first.0, &left) && reproduced(first.1, &right);
+            let detail = match (&left.captured, &right.captured) {
+                (Some(a), Some(b)) => explain(&d.site, a, b),
+                _ => None,
+            };
+            let explained = detail.is_some() || !wants_detail;
+            d.note = match (&detail, both_reproduced) {
+                (_, true) => None,
+                (Some(_), false) => Some(format!(
+                    "values from a re-run to step {k}: the env does not reproduce its own runs, so they may differ from the first run's"
+                )),
+                (None, false) if wants_detail => Some(format!(
+                    "{} to step {k} did not reproduce the difference: the env is not deterministic",
+                    if attempt == 1 { "a re-run".to_string() } else { format!("{attempt} re-runs") }
+                )),
+                (None, false) => None,
+            };
+            d.detail = detail;
+            if explained || both_reproduced {
+                break;
+            }
+        }
+        Ok(d)
+    }
 }
 
 #[cfg(test)]

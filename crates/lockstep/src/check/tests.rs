@@ -353,3 +353,157 @@ fn a_check_that_does_not_apply_is_never_passed() {
     let back: CheckOutcome = serde_json::from_value(v).unwrap();
     assert!(back.applicable);
 }
+
+/// An env that glitches once: the second episode its factory's instances play has
+/// `{"glitch": true}` in the info at step `at`, and no other episode has. A re-run never
+/// reproduces the glitch, as with an unseeded draw that happened to differ once.
+struct GlitchOnce {
+    spec: crate::env::EnvSpec,
+    resets: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    at: u64,
+    glitching: bool,
+    step: u64,
+    t: crate::env::Transition,
+}
+
+impl GlitchOnce {
+    const STEPS: u64 = 60;
+
+    fn factory(
+        at: u64,
+    ) -> (
+        impl EnvFactory,
+        std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        let resets = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let shared = resets.clone();
+        let make = move || -> Result<Box<dyn Env>, EnvError> {
+            let obs = crate::env::Space::Box {
+                dtype: "uint8".into(),
+                shape: vec![2],
+                low: vec![0.0],
+                high: vec![9.0],
+            };
+            Ok(Box::new(GlitchOnce {
+                spec: crate::env::EnvSpec {
+                    id: "glitch-once".into(),
+                    config: Value::Null,
+                    agents: vec![crate::env::AgentSpec {
+                        name: "agent".into(),
+                        action_space: crate::env::Space::Discrete { n: 2, start: 0 },
+                        observation_space: std::collections::BTreeMap::from([(
+                            "pos".to_string(),
+                            obs,
+                        )]),
+                    }],
+                },
+                resets: shared.clone(),
+                at,
+                glitching: false,
+                step: 0,
+                t: crate::env::Transition::default(),
+            }))
+        };
+        (("glitch-once".to_string(), make), resets)
+    }
+
+    fn show(&mut self) -> &crate::env::Transition {
+        let mut info = lockstep_canon::Map::new();
+        if self.glitching && self.step == self.at {
+            info.insert("glitch".into(), Value::Bool(true));
+        }
+        let pos = crate::env::Array::new(
+            &[2],
+            crate::env::ArrayData::U8(vec![(self.step % 7) as u8, 1]),
+        )
+        .expect("two elements");
+        self.t = crate::env::Transition {
+            agents: std::collections::BTreeMap::from([(
+                "agent".to_string(),
+                crate::env::AgentStep {
+                    obs: std::collections::BTreeMap::from([("pos".to_string(), pos)]),
+                    reward: 0.0,
+                    terminated: false,
+                    truncated: self.step >= Self::STEPS,
+                    info: Value::Object(info),
+                },
+            )]),
+            logs: Vec::new(),
+        };
+        &self.t
+    }
+}
+
+impl Env for GlitchOnce {
+    fn spec(&self) -> &crate::env::EnvSpec {
+        &self.spec
+    }
+    fn reset(&mut self, _seed: u64, _options: &Value) -> Result<&crate::env::Transition, EnvError> {
+        let n = self
+            .resets
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.glitching = n == 1;
+        self.step = 0;
+        Ok(self.show())
+    }
+    fn step(&mut self, _: &crate::env::Actions) -> Result<&crate::env::Transition, EnvError> {
+        self.step += 1;
+        Ok(self.show())
+    }
+    fn state(&mut self) -> Result<Value, EnvError> {
+        Ok(Value::Null)
+    }
+}
+
+fn same_seed_of_glitch_at(at: u64) -> (CheckOutcome, usize) {
+    let (f, resets) = GlitchOnce::factory(at);
+    let cfg = CheckConfig {
+        rollouts: 2,
+        ..CheckConfig::new(0, GlitchOnce::STEPS)
+    };
+    let mut all = run_checks(&[SameSeed], &f, &cfg, None).unwrap();
+    (
+        all.remove(0),
+        resets.load(std::sync::atomic::Ordering::SeqCst),
+    )
+}
+
+#[test]
+fn a_difference_in_the_kept_steps_is_explained_from_the_runs_that_differed() {
+    let (o, resets) = same_seed_of_glitch_at(3);
+    let d = o.divergence.expect("the glitch is a difference");
+    assert_eq!((d.step, d.agent(), d.key()), (3, Some("agent"), "info"));
+    match d.detail {
+        Some(Detail::Info { ref changes }) => {
+            assert_eq!(changes.len(), 1, "{changes:?}");
+            assert_eq!(
+                (changes[0].pointer.as_str(), changes[0].kind.as_str()),
+                ("/glitch", "added")
+            );
+        }
+        ref other => panic!("no info detail: {other:?}"),
+    }
+    assert_eq!(d.note, None, "the values are the first runs' own");
+    assert_eq!(resets, 2, "no re-run was needed");
+}
+
+#[test]
+fn a_difference_past_the_kept_steps_is_re_run_and_says_when_it_did_not_reproduce() {
+    let at = crate::trace::KeepFirst::CHECKS.steps as u64 + 8;
+    let (o, resets) = same_seed_of_glitch_at(at);
+    let d = o.divergence.expect("the glitch is a difference");
+    assert_eq!((d.step, d.key()), (at, "info"));
+    assert_eq!(d.detail, None);
+    assert_eq!(
+        d.note.as_deref(),
+        Some(
+            format!("{RERUNS} re-runs to step {at} did not reproduce the difference: the env is not deterministic")
+                .as_str()
+        )
+    );
+    assert_eq!(
+        resets,
+        2 + 2 * RERUNS,
+        "each re-run plays both rollouts again"
+    );
+}

@@ -913,6 +913,8 @@ pub struct RolloutOptions {
     pub format: Format,
     /// Keep a full copy of the transition at this step (for element-level localisation).
     pub capture: Option<u64>,
+    /// Keep full copies of the first transitions, within this budget (see [`KeepFirst`]).
+    pub keep_first: KeepFirst,
     /// The `options` passed to `reset` (JSON null by default).
     pub reset_options: Value,
     /// Seed of the action sampler when it is not the episode seed (the other-seed check holds
@@ -926,10 +928,46 @@ impl Default for RolloutOptions {
             cache: CacheMode::On,
             format: Format::V1,
             capture: None,
+            keep_first: KeepFirst::NONE,
             reset_options: Value::Null,
             action_seed: None,
         }
     }
+}
+
+/// How many leading transitions a rollout keeps in full: while both budgets last.
+///
+/// Why: a check that finds a difference explains it element by element, which needs the full
+/// transitions of the step where two runs part. Re-running to that step gives them for an env
+/// that reproduces its own runs; for one that does not (an unseeded draw), the re-run may
+/// happen to agree and explain nothing. Most such differences show at the reset or in the
+/// first steps, so keeping a bounded prefix of the first run answers them from the very runs
+/// that differed, and saves the re-run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepFirst {
+    pub steps: usize,
+    /// Array elements and log text, in bytes (infos are not counted: they are small).
+    pub bytes: usize,
+}
+
+impl KeepFirst {
+    pub const NONE: KeepFirst = KeepFirst { steps: 0, bytes: 0 };
+    /// What the checks keep: 32 transitions or 1 MiB, whichever is spent first.
+    pub const CHECKS: KeepFirst = KeepFirst {
+        steps: 32,
+        bytes: 1 << 20,
+    };
+}
+
+/// Bytes of a transition's arrays and log lines, for [`KeepFirst::bytes`].
+fn kept_size(t: &Transition) -> usize {
+    let arrays: usize = t
+        .agents
+        .values()
+        .flat_map(|a| a.obs.values())
+        .map(|a| a.len() * a.dtype().size())
+        .sum();
+    arrays + t.logs.iter().map(String::len).sum::<usize>()
 }
 
 /// Drives one rollout step by step, so several can be interleaved in one thread.
@@ -944,13 +982,16 @@ pub struct Rollout<'e> {
     done: bool,
     capture: Option<u64>,
     captured: Option<Transition>,
+    kept: KeptPrefix,
 }
 
-/// A finished rollout: its trace and the captured transition, if one was asked for and reached.
+/// A finished rollout: its trace, the captured transition if one was asked for and reached,
+/// and the kept first transitions (`kept[k]` is step `k`).
 #[derive(Debug, Clone)]
 pub struct Recorded {
     pub trace: Trace,
     pub captured: Option<Transition>,
+    pub kept: Vec<Transition>,
 }
 
 impl<'e> Rollout<'e> {
@@ -973,6 +1014,7 @@ impl<'e> Rollout<'e> {
             done: false,
             capture: opts.capture,
             captured: None,
+            kept: KeptPrefix::new(opts.keep_first),
         };
         let t = r
             .env
@@ -982,6 +1024,7 @@ impl<'e> Rollout<'e> {
         if r.capture == Some(0) {
             r.captured = Some(t.clone());
         }
+        r.kept.offer(t);
         r.done = t.is_done();
         r.next = r.sampler.sample(t);
         Ok(r)
@@ -1006,6 +1049,7 @@ impl<'e> Rollout<'e> {
         if self.capture == Some(step) {
             self.captured = Some(t.clone());
         }
+        self.kept.offer(t);
         self.taken = step;
         self.done = t.is_done();
         self.next = self.sampler.sample(t);
@@ -1038,7 +1082,50 @@ impl<'e> Rollout<'e> {
                 step_digests: self.tracer.into_steps(),
             },
             captured: self.captured,
+            kept: self.kept.transitions,
         }
+    }
+}
+
+/// The leading transitions a rollout keeps, within a [`KeepFirst`] budget.
+#[derive(Debug)]
+struct KeptPrefix {
+    budget: KeepFirst,
+    bytes: usize,
+    /// Set once a transition did not fit: a later, smaller one must not leave a gap.
+    closed: bool,
+    transitions: Vec<Transition>,
+}
+
+impl KeptPrefix {
+    fn new(budget: KeepFirst) -> KeptPrefix {
+        KeptPrefix {
+            budget,
+            bytes: 0,
+            closed: false,
+            transitions: Vec::new(),
+        }
+    }
+
+    /// Keeps `t` (the next step) if the prefix is unbroken and `t` fits.
+    fn offer(&mut self, t: &Transition) {
+        if self.closed || self.transitions.len() >= self.budget.steps {
+            return;
+        }
+        let size = kept_size(t);
+        if self.bytes + size > self.budget.bytes {
+            self.closed = true;
+            return;
+        }
+        self.bytes += size;
+        self.transitions.push(t.clone());
+    }
+}
+
+impl Recorded {
+    /// The full transition of step `k`, when this rollout kept it.
+    pub fn kept_at(&self, k: u64) -> Option<&Transition> {
+        usize::try_from(k).ok().and_then(|k| self.kept.get(k))
     }
 }
 

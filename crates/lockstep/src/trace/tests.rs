@@ -451,6 +451,61 @@ fn capture_keeps_the_asked_step() {
 }
 
 #[test]
+fn keep_first_keeps_an_unbroken_prefix_within_both_budgets() {
+    let r0 = rollout(&mut counter(50), 1, 10, &RolloutOptions::default()).unwrap();
+    assert!(r0.kept.is_empty(), "nothing is kept unless asked");
+    let by_steps = RolloutOptions {
+        keep_first: KeepFirst {
+            steps: 3,
+            bytes: usize::MAX,
+        },
+        ..RolloutOptions::default()
+    };
+    let r = rollout(&mut counter(50), 1, 10, &by_steps).unwrap();
+    assert_eq!(r.kept.len(), 3);
+    // kept[k] is step k: it digests like the trace's step k.
+    for k in 0..3 {
+        let mut again = Tracer::new(CacheMode::Off);
+        again.steps = r.trace.step_digests[..k].to_vec();
+        let t = r.kept_at(k as u64).unwrap();
+        assert_eq!(
+            again.record(t).unwrap().digest,
+            r.trace.step_digests[k].digest
+        );
+    }
+    assert!(r.kept_at(3).is_none());
+    let all = RolloutOptions {
+        keep_first: KeepFirst {
+            steps: 100,
+            bytes: usize::MAX,
+        },
+        ..RolloutOptions::default()
+    };
+    let sizes: Vec<usize> = rollout(&mut counter(50), 1, 10, &all)
+        .unwrap()
+        .kept
+        .iter()
+        .map(kept_size)
+        .collect();
+    assert_eq!(sizes.len(), 11, "the reset and ten steps");
+    assert!(sizes.iter().all(|&n| n > 0));
+    let budget = sizes[0] + sizes[1] + sizes[2] - 1;
+    let by_bytes = RolloutOptions {
+        keep_first: KeepFirst {
+            steps: 100,
+            bytes: budget,
+        },
+        ..RolloutOptions::default()
+    };
+    let r = rollout(&mut counter(50), 1, 10, &by_bytes).unwrap();
+    assert_eq!(
+        r.kept.len(),
+        2,
+        "step 2 does not fit in {budget} bytes ({sizes:?}), nor does any later step"
+    );
+}
+
+#[test]
 fn transition_record_round_trips() {
     let t = step(&[1.5, f32::NAN], obj("k", 3), &["a \u{e9}"]);
     let rec = TransitionRecord::from_transition(&t).unwrap();
