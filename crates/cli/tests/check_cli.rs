@@ -266,15 +266,22 @@ fn failures_are_grouped_across_seeds_in_words() {
     );
     // The note of a re-run is said in words, not left inside a blob. The run above shows one
     // only when the parallel check of global-rng catches threads overlapping and its re-run
-    // does not, which depends on the machine's load; a wall-clock env never reproduces a run.
+    // does not, which depends on the machine's load. late-divergence parts at step 51, past
+    // the steps a check keeps, on a process-global counter that a re-run never repeats.
     let o = check(
-        &["fixture:wall-clock", "--seeds", "2", "--checks", "same"],
+        &[
+            "fixture:late-divergence",
+            "--seeds",
+            "2",
+            "--checks",
+            "same",
+        ],
         &out_dir("grouped-note"),
     );
     let noted = stdout(&o);
     assert!(
         noted.contains(
-            "\n    note: values from a re-run to step 5: the env does not reproduce its own runs"
+            "\n    note: values from a re-run to step 51: the env does not reproduce its own runs"
         ),
         "{noted}"
     );
