@@ -148,3 +148,51 @@ fn missing_file_and_unknown_profile_are_errors() {
     let out = lockstep(&["fingerprint", "--profile", "yaml"], b"{}");
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A document of `n` small members in reverse key order, and its canonical bytes.
+fn big_document(n: usize) -> (Vec<u8>, Vec<u8>) {
+    let member = |i: usize| format!("\"k{i:07}\":[{i},\"v\",{i}.5]");
+    let body: Vec<String> = (0..n).rev().map(member).collect();
+    let canonical: Vec<String> = (0..n).map(member).collect();
+    (
+        format!("{{{}}}", body.join(", ")).into_bytes(),
+        format!("{{{}}}", canonical.join(",")).into_bytes(),
+    )
+}
+
+/// Files of 1 MiB and more are mapped rather than read (docs/canonical-json.md): the digest
+/// is the one of the same bytes on standard input, the limit and the error positions hold.
+#[test]
+fn a_large_file_is_fingerprinted_as_its_bytes_on_stdin() {
+    let (text, canonical) = big_document(40_000);
+    assert!(text.len() > 1 << 20, "{} bytes", text.len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "big.json", &text);
+    let mapped = lockstep(&["fingerprint", &path], b"");
+    assert_eq!(mapped.status.code(), Some(0), "{}", stderr(&mapped));
+    let piped = lockstep(&["fingerprint"], &text);
+    assert_eq!(mapped.stdout, piped.stdout);
+    let canon = lockstep(&["canon", &path], b"");
+    assert_eq!(canon.stdout, canonical);
+    let canon_digest = lockstep(&["fingerprint", "-"], &canonical);
+    assert_eq!(mapped.stdout, canon_digest.stdout);
+
+    let limited = lockstep(&["--max-input-bytes", "1048576", "fingerprint", &path], b"");
+    assert_eq!(limited.status.code(), Some(2));
+    assert_eq!(
+        stderr(&limited),
+        format!("error: {path}: input is larger than the limit of 1048576 bytes (raise it with --max-input-bytes)\n")
+    );
+
+    let mut broken = text.clone();
+    let at = broken.len() - 1;
+    broken[at] = b',';
+    let path = file(&dir, "broken.json", &broken);
+    let out = lockstep(&["fingerprint", &path], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(&format!("error: {path}:1:{}: invalid JSON: ", broken.len() + 1)),
+        "{}",
+        stderr(&out)
+    );
+}

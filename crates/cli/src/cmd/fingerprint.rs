@@ -9,7 +9,7 @@ use lockstep::fingerprint::HashWriter;
 use lockstep_canon::Profile;
 
 use super::canon::{canon_error, ProfileArg};
-use crate::json_input::{input_label, max_input_bytes, parse_error, parse_options, read_input};
+use crate::json_input::{input_label, map_input, max_input_bytes, parse_error, parse_options};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,7 +31,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let label = input_label(args.input.as_ref());
     let profile = Profile::from(args.profile);
     let started = Instant::now();
-    let text = read_input(args.input.as_ref(), max_input_bytes())?;
+    let text = map_input(args.input.as_ref(), max_input_bytes())?;
     let read = started.elapsed();
     // Text to digest in one pass: no tree of the document is built (docs/canonical-json.md).
     let digest_of = |text: &[u8]| -> anyhow::Result<(String, u64)> {
