@@ -35,8 +35,13 @@ def test_observations_are_numpy_arrays_inside_their_spaces():
 
 @pytest.mark.parametrize("scenario", ["ransomware", "apt_espionage"])
 def test_pettingzoo_parallel_api_test(scenario):
+    env = lockstep.range.parallel_env(scenario, preset="easy")
+    # The API test samples its actions from the env's action spaces: seeded, every run of
+    # this test plays the same actions.
+    for i, agent in enumerate(env.possible_agents):
+        env.action_space(agent).seed(1000 + i)
     with pytest.warns(UserWarning, match="ignoring unknown reset options"):
-        parallel_api_test(lockstep.range.parallel_env(scenario, preset="easy"), num_cycles=300)
+        parallel_api_test(env, num_cycles=300)
 
 
 def test_pettingzoo_parallel_seed_test():

@@ -63,7 +63,11 @@ pub fn canonicalize<W: io::Write>(
         p: Parser::new(text, *options),
         jcs: profile == Profile::Jcs,
         allow_nan: profile == Profile::Python,
-        buf: Vec::with_capacity(text.len().min(FLUSH_BYTES * 2)),
+        // Room for the whole document at once: the outermost object's members wait here, and
+        // growing a buffer of hundreds of MB by doubling copies it, and holds the old and the
+        // new one together, under an allocator that does not remap. Pages never written (a
+        // top-level array flushes every 64 KiB) are never resident.
+        buf: Vec::with_capacity(text.len().max(FLUSH_BYTES * 2)),
         keys: Vec::new(),
         members: Vec::new(),
         frames: Vec::new(),

@@ -125,7 +125,8 @@ pub fn map_input(input: Option<&PathBuf>, max_bytes: u64) -> anyhow::Result<Inpu
         );
     }
     // SAFETY: a private read-only map of a regular file; see the caveat above.
-    let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("cannot read {label}"))?;
+    let map =
+        unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("cannot read {label}"))?;
     Ok(InputBytes::Mapped(map))
 }
 

@@ -191,7 +191,10 @@ fn a_large_file_is_fingerprinted_as_its_bytes_on_stdin() {
     let out = lockstep(&["fingerprint", &path], b"");
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).starts_with(&format!("error: {path}:1:{}: invalid JSON: ", broken.len() + 1)),
+        stderr(&out).starts_with(&format!(
+            "error: {path}:1:{}: invalid JSON: ",
+            broken.len() + 1
+        )),
         "{}",
         stderr(&out)
     );

@@ -83,7 +83,9 @@ fn storage_is_read_per_origin_and_contexts_apart() {
         .unwrap()
         .to_string();
     let mut ready = false;
-    for _ in 0..500 {
+    // A freshly launched browser on a loaded machine can take seconds to load a page.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
         let v = cdp
             .call_in(Some(&session), "Runtime.evaluate", json!({"expression": "document.readyState === 'complete' && location.href", "returnByValue": true}))
             .unwrap();

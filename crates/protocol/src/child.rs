@@ -342,11 +342,14 @@ impl Child {
         self.ended = true;
     }
 
-    /// The last stderr lines. After the child ended, waits briefly for the drain thread to read
-    /// the rest of the pipe, so a crash's own last words are included.
+    /// The last stderr lines. After the child ended, waits for the drain thread to read the
+    /// rest of the pipe, so a crash's own last words are included. The pipe closes when the
+    /// last process holding it ends (the group was killed), so this is quick; the bound only
+    /// covers a grandchild that escaped the group and keeps the pipe open, and is generous so
+    /// that a starved drain thread on a loaded machine still delivers the words.
     pub(crate) fn stderr_tail(&self) -> Vec<String> {
         if self.ended {
-            let _ = self.stderr_done.recv_timeout(Duration::from_millis(500));
+            let _ = self.stderr_done.recv_timeout(Duration::from_secs(5));
         }
         match self.stderr.lock() {
             Ok(ring) => ring.lines.iter().cloned().collect(),
