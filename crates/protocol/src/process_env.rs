@@ -854,8 +854,11 @@ impl ProcessRunner for ProcessEnvFactory {
         capture: Option<u64>,
     ) -> Result<Recorded, String> {
         let mut env = self.spawn_other_process().map_err(|e| e.to_string())?;
+        // The rollout is recorded here, so it keeps its first transitions as the check's own
+        // rollouts do: a difference there is explained without running the child again.
         let opts = RolloutOptions {
             capture,
+            keep_first: trace::KeepFirst::CHECKS,
             ..RolloutOptions::default()
         };
         let recorded = trace::rollout(&mut env, seed, steps, &opts).map_err(|e| e.to_string());

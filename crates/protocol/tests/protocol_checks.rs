@@ -180,6 +180,14 @@ fn hash_order_fails_only_the_process_check() {
     }
     let o = run_check(CheckKind::OtherProcess, &f, &cfg, Some(&f)).unwrap();
     assert!(!o.passed, "{}", o.summary);
+    // Step 5 is among the transitions both rollouts keep (the child's is recorded here): the
+    // values come from the runs that differed, with no re-run and so no caveat.
+    let d = o.divergence.expect("a failure carries its divergence");
+    assert!(
+        matches!(d.detail, Some(lockstep::check::Detail::Info { .. })),
+        "{d:?}"
+    );
+    assert_eq!(d.note, None, "{d:?}");
 }
 
 #[test]

@@ -825,10 +825,14 @@ impl Ctx<'_> {
             d.note = None;
             return Ok(d);
         }
+        // The other sites carry both values already: nothing to re-run for.
         let wants_detail = matches!(
             d.site,
             Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. }
         );
+        if !wants_detail {
+            return Ok(d);
+        }
         for attempt in 1..=RERUNS {
             let (left, right) = rerun(k)?;
             let reproduced = |first: &Recorded, again: &Recorded| {
@@ -839,17 +843,16 @@ impl Ctx<'_> {
                 (Some(a), Some(b)) => explain(&d.site, a, b),
                 _ => None,
             };
-            let explained = detail.is_some() || !wants_detail;
+            let explained = detail.is_some();
             d.note = match (&detail, both_reproduced) {
                 (_, true) => None,
                 (Some(_), false) => Some(format!(
                     "values from a re-run to step {k}: the env does not reproduce its own runs, so they may differ from the first run's"
                 )),
-                (None, false) if wants_detail => Some(format!(
+                (None, false) => Some(format!(
                     "{} to step {k} did not reproduce the difference: the env is not deterministic",
                     if attempt == 1 { "a re-run".to_string() } else { format!("{attempt} re-runs") }
                 )),
-                (None, false) => None,
             };
             d.detail = detail;
             if explained || both_reproduced {
