@@ -34,13 +34,18 @@ pub(super) struct SubEnv {
     /// The `adj_matrix` rows the buffer slots hold (all zero for a zeroed slot): `[0]` for
     /// the three blue agents (always written together from the same rows), `[1]` for red.
     adj: [[u128; 128]; 2],
+    /// The service-derived sets of `state`, recomputed only when a step says services changed
+    /// (at 4096 sub-envs, reading every host's services each step costs a cache miss per host).
+    services: sim::ServiceSets,
 }
 
 impl SubEnv {
     /// Reset to `seed`, nothing rendered yet (the buffer slots are zero, as `adj` says).
     pub(super) fn new(seed: u64, params: &Params) -> SubEnv {
+        let state = sim::reset(seed, params);
         SubEnv {
-            state: sim::reset(seed, params),
+            services: sim::service_sets(&state),
+            state,
             sets: [[0; N_TYPES]; N_AGENTS],
             adj: [[0; 128]; 2],
         }
@@ -48,11 +53,14 @@ impl SubEnv {
 
     pub(super) fn reset(&mut self, seed: u64, params: &Params) {
         self.state = sim::reset(seed, params);
+        self.services = sim::service_sets(&self.state);
     }
 
     /// The caller never steps a finished episode (the batch resets it instead).
     pub(super) fn step(&mut self, joint: &JointAction, params: &Params) {
-        sim::step_with_sets(&mut self.state, joint, params, &self.sets);
+        if sim::step_with_sets(&mut self.state, joint, params, &self.sets) {
+            self.services = sim::service_sets(&self.state);
+        }
     }
 
     /// Writes every observation of the current state into slot `j` of `out` (one share per
@@ -66,7 +74,7 @@ impl SubEnv {
         full: bool,
     ) {
         let state = &self.state;
-        let hs = sim::host_sets(state);
+        let hs = sim::host_sets_with(state, &self.services);
         self.sets = sim::all_target_sets_with(state, params, &hs);
         let new_line_subnets = obs::subnets_with_changed_lines(state);
         let mh = params.max_hosts;

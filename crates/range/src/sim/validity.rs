@@ -41,7 +41,43 @@ pub struct HostSets {
     trainable: u128,
 }
 
+/// The sets that depend on the hosts' services, over every slot (active or not): they change
+/// only when a service does (a patch, a decoy, an arriving host), so a caller that knows when
+/// that happens ([`super::step_with_sets`] says) keeps them and skips a pointer chase per host
+/// per step ([`host_sets_with`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServiceSets {
+    exploit_svc: [u128; 4],
+    smb: u128,
+    unpatched: u128,
+}
+
+pub fn service_sets(state: &State) -> ServiceSets {
+    let mut s = ServiceSets::default();
+    for (i, h) in state.hosts.iter().enumerate() {
+        let b = 1u128 << i;
+        for svc in &h.services {
+            let ex = topology::SERVICES[svc.kind as usize].exploit;
+            if ex < 4 {
+                s.exploit_svc[ex] |= b;
+            }
+            if svc.kind == 0 {
+                s.smb |= b;
+            }
+            if !svc.patched {
+                s.unpatched |= b;
+            }
+        }
+    }
+    s
+}
+
 pub fn host_sets(state: &State) -> HostSets {
+    host_sets_with(state, &service_sets(state))
+}
+
+/// [`host_sets`] from the state's [`service_sets`].
+pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
     let mut s = HostSets {
         active: 0,
         up: 0,
@@ -98,15 +134,13 @@ pub fn host_sets(state: &State) -> HostSets {
         s.honeytoken |= m(h.honeytoken);
         s.decoy |= m(h.decoy);
         s.comm |= m(state.comm.get(i).is_some_and(|c| *c != 0.0));
-        for svc in &h.services {
-            let ex = topology::SERVICES[svc.kind as usize].exploit;
-            if ex < 4 {
-                s.exploit_svc[ex] |= b;
-            }
-            s.smb |= m(svc.kind == 0);
-            s.unpatched |= m(!svc.patched);
-        }
     }
+    // Only active hosts' services count.
+    for (set, svc) in s.exploit_svc.iter_mut().zip(services.exploit_svc) {
+        *set = svc & s.active;
+    }
+    s.smb = services.smb & s.active;
+    s.unpatched = services.unpatched & s.active;
     for sub in 0..5 {
         if state.acl_smb & (1 << sub) == 0 {
             s.acl_open |= s.subnet[sub];
