@@ -6,9 +6,10 @@
 //! Parity: [`obs::write_embedding`] adds ±1.0 per token in `f32`; every partial sum is a small
 //! integer (far below 2^24), so it is exact in any order and equals the integer count
 //! converted. The window holds the same lines as that walk: new lines join at the newest end,
-//! the oldest leave when it is full, and whenever a line about the agent's subnets left the
-//! buffer (or the step brought more lines than it holds) the window is rebuilt from the
-//! buffer as the walk would.
+//! the oldest leave when it is full, and whenever one of the window's lines left the buffer
+//! (or the step brought more lines than it holds) the window is rebuilt from the buffer as
+//! the walk would. A line evicted outside the window changes nothing: the buffer evicts oldest
+//! first, so it was older than the window, which then was full and stays so.
 
 use std::collections::VecDeque;
 
@@ -47,7 +48,10 @@ impl EmbedWindow {
         let subnets = BLUE_SUBNETS[agent];
         let fresh = state.last.new_logs.len();
         let base = pushed - buf.len() as u64;
-        if full || state.last.evicted_subnets & subnets != 0 || fresh >= buf.len() {
+        // A window line left the buffer (its tokens are gone with it; the buffer evicts oldest
+        // first, so older lines of the agent's subnets went too), or lines of this step did.
+        let lost = self.lines.front().is_some_and(|&oldest| oldest < base);
+        if full || lost || fresh >= buf.len() {
             return self.rebuild(state, params, agent, base);
         }
         for i in buf.len() - fresh..buf.len() {
@@ -59,7 +63,7 @@ impl EmbedWindow {
             self.lines.push_back(base + i as u64);
             if self.lines.len() > params.embedding_lines {
                 let old = self.lines.pop_front().expect("the window is not empty");
-                // Still buffered: none of the agent's lines left the buffer this step.
+                // Still buffered: no window line left the buffer this step.
                 let Some(at) = old.checked_sub(base) else {
                     return self.rebuild(state, params, agent, base);
                 };
