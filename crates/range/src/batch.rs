@@ -13,6 +13,7 @@
 //! that final transition; the next [`Batch::step`] resets it with its next seed instead of
 //! stepping it (its action is ignored), and shows the reset: reward 0, flags false.
 
+mod embed;
 mod sub;
 
 use lockstep::env::{EnvSpec, Transition};

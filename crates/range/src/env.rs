@@ -89,12 +89,15 @@ pub struct RangeEnv {
     sets: [[u128; N_TYPES]; N_AGENTS],
     /// Technique masks rendered last into each info.
     techniques: [u32; N_AGENTS],
+    /// The service-derived sets of `state`, recomputed when a step says services changed.
+    services: sim::ServiceSets,
 }
 
 impl RangeEnv {
     pub fn new(params: Params) -> Result<RangeEnv, RangeError> {
         params.validate()?;
         let state = sim::reset(0, &params);
+        let services = sim::service_sets(&state);
         let mut env = RangeEnv {
             spec: build_spec(&params),
             base: params.clone(),
@@ -108,6 +111,7 @@ impl RangeEnv {
             rows_scratch: [0; 128],
             sets: [[0; N_TYPES]; N_AGENTS],
             techniques: [u32::MAX; N_AGENTS],
+            services,
         };
         env.rebuild();
         Ok(env)
@@ -155,6 +159,7 @@ impl RangeEnv {
             self.params = params;
         }
         self.state = sim::reset(seed, &self.params);
+        self.services = sim::service_sets(&self.state);
         self.started = true;
         if reshape {
             self.rebuild();
@@ -172,7 +177,9 @@ impl RangeEnv {
         if self.state.done() {
             return Err(EnvError::new("the episode is over: call reset"));
         }
-        sim::step_with_sets(&mut self.state, joint, &self.params, &self.sets);
+        if sim::step_with_sets(&mut self.state, joint, &self.params, &self.sets) {
+            self.services = sim::service_sets(&self.state);
+        }
         self.refresh(false);
         Ok(&self.transition)
     }
@@ -180,7 +187,7 @@ impl RangeEnv {
     /// Rewrites the transition from the state, touching only what changed. `full` after a
     /// reset (no previous step to compare with).
     fn refresh(&mut self, full: bool) {
-        let hs = sim::host_sets(&self.state);
+        let hs = sim::host_sets_with(&self.state, &self.services);
         self.sets = sim::all_target_sets_with(&self.state, &self.params, &hs);
         let sets = &self.sets;
         let params = &self.params;

@@ -19,6 +19,7 @@ use crate::params::Params;
 use crate::sim::{self, JointAction, State, BLUE_SUBNETS};
 use crate::{N_AGENTS, N_TYPES, RED};
 
+use super::embed::EmbedWindow;
 use super::BufferSpec;
 
 /// A thread's share of one buffer (its sub-envs' slots, in order).
@@ -34,25 +35,39 @@ pub(super) struct SubEnv {
     /// The `adj_matrix` rows the buffer slots hold (all zero for a zeroed slot): `[0]` for
     /// the three blue agents (always written together from the same rows), `[1]` for red.
     adj: [[u128; 128]; 2],
+    /// The service-derived sets of `state`, recomputed only when a step says services changed
+    /// (at 4096 sub-envs, reading every host's services each step costs a cache miss per host).
+    services: sim::ServiceSets,
+    /// The blue agents' `siem_embedding` windows, and the lines pushed into the SIEM buffer
+    /// this episode as of the last rendering (how a window names its lines).
+    embed: [EmbedWindow; 3],
+    pushed: u64,
 }
 
 impl SubEnv {
     /// Reset to `seed`, nothing rendered yet (the buffer slots are zero, as `adj` says).
     pub(super) fn new(seed: u64, params: &Params) -> SubEnv {
+        let state = sim::reset(seed, params);
         SubEnv {
-            state: sim::reset(seed, params),
+            services: sim::service_sets(&state),
+            state,
             sets: [[0; N_TYPES]; N_AGENTS],
             adj: [[0; 128]; 2],
+            embed: [EmbedWindow::new(), EmbedWindow::new(), EmbedWindow::new()],
+            pushed: 0,
         }
     }
 
     pub(super) fn reset(&mut self, seed: u64, params: &Params) {
         self.state = sim::reset(seed, params);
+        self.services = sim::service_sets(&self.state);
     }
 
     /// The caller never steps a finished episode (the batch resets it instead).
     pub(super) fn step(&mut self, joint: &JointAction, params: &Params) {
-        sim::step_with_sets(&mut self.state, joint, params, &self.sets);
+        if sim::step_with_sets(&mut self.state, joint, params, &self.sets) {
+            self.services = sim::service_sets(&self.state);
+        }
     }
 
     /// Writes every observation of the current state into slot `j` of `out` (one share per
@@ -66,7 +81,12 @@ impl SubEnv {
         full: bool,
     ) {
         let state = &self.state;
-        let hs = sim::host_sets(state);
+        self.pushed = if full {
+            state.siem.buffer.len() as u64
+        } else {
+            self.pushed + state.last.new_logs.len() as u64
+        };
+        let hs = sim::host_sets_with(state, &self.services);
         self.sets = sim::all_target_sets_with(state, params, &hs);
         let new_line_subnets = obs::subnets_with_changed_lines(state);
         let mh = params.max_hosts;
@@ -94,8 +114,13 @@ impl SubEnv {
                 }
                 ("obs", Dst::F32(d)) => obs::write_obs(state, params, a, d),
                 ("siem_embedding", Dst::F32(d)) => {
-                    if full || (a != RED && new_line_subnets & BLUE_SUBNETS[a] != 0) {
-                        obs::write_embedding(state, params, a, d);
+                    if a == RED {
+                        if full {
+                            obs::write_embedding(state, params, a, d);
+                        }
+                    } else if full || new_line_subnets & BLUE_SUBNETS[a] != 0 {
+                        self.embed[a].update(state, params, a, self.pushed, full);
+                        self.embed[a].write(d);
                     }
                 }
                 ("blue_comm", Dst::F32(d)) => obs::write_comm(state, d),

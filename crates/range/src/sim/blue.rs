@@ -39,6 +39,7 @@ pub(super) fn complete_blue(
     let own = BLUE_SUBNETS[agent] & (1 << state.hosts[target].subnet) != 0;
     if is_decoy_deploy(kind) {
         if !state.hosts[target].active {
+            ev.services_changed = true;
             deploy_decoy(state, params, agent, kind, target);
         }
         return;
@@ -128,6 +129,7 @@ pub(super) fn complete_blue(
         }
         B_MISINFORM => state.hosts[target].misinformed = true,
         B_PATCH => {
+            ev.services_changed = true;
             let h = &mut state.hosts[target];
             if let Some(s) = h
                 .services

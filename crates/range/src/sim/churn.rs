@@ -5,8 +5,9 @@ use crate::topology::{self, CORPORATE, DMZ, GUEST};
 
 use super::state::State;
 
-/// DHCP, churn, migration and arrivals for one tick.
-pub(super) fn churn(state: &mut State, params: &Params) {
+/// DHCP, churn, migration and arrivals for one tick. True when a host arrived (new services).
+pub(super) fn churn(state: &mut State, params: &Params) -> bool {
+    let mut arrived = false;
     let now = state.tick;
     if params.dhcp_interval > 0 && now.is_multiple_of(params.dhcp_interval) {
         for i in 0..state.hosts.len() {
@@ -55,10 +56,12 @@ pub(super) fn churn(state: &mut State, params: &Params) {
                     topology::make_host(&state.hosts, subnet, params, &mut state.rng.churn)
                 {
                     state.hosts[slot] = h;
+                    arrived = true;
                 }
             }
         }
     }
+    arrived
 }
 
 /// New address (and maybe subnet) for slot `i`; red loses track of it.

@@ -16,4 +16,7 @@ pub(super) struct Events {
     pub(super) packets: Vec<(u16, u16, u16)>,
     /// Energy each agent paid for the action it started this step (the action-cost term).
     pub(super) cost: [f64; crate::N_AGENTS],
+    /// Some host's services may have changed (a patch, a decoy, an arrival): callers keeping
+    /// [`super::validity::ServiceSets`] recompute them. Set whenever it might be so.
+    pub(super) services_changed: bool,
 }

@@ -19,14 +19,16 @@ pub fn step(state: &mut State, actions: &JointAction, params: &Params) {
 }
 
 /// Like [`step`], with the target sets of the current state already computed (the wrapper
-/// has them from rendering the masks; nothing changes the state in between).
+/// has them from rendering the masks; nothing changes the state in between). Returns whether
+/// some host's services may have changed: a caller keeping [`super::ServiceSets`] recomputes
+/// them then (and only then: otherwise they are unchanged).
 pub fn step_with_sets(
     state: &mut State,
     actions: &JointAction,
     params: &Params,
     sets: &[[u128; N_TYPES]; N_AGENTS],
-) {
-    step_inner(state, actions, params, Some(sets));
+) -> bool {
+    step_inner(state, actions, params, Some(sets))
 }
 
 pub(super) fn step_inner(
@@ -34,9 +36,9 @@ pub(super) fn step_inner(
     actions: &JointAction,
     params: &Params,
     sets: Option<&[[u128; N_TYPES]; N_AGENTS]>,
-) {
+) -> bool {
     if state.done() {
-        return;
+        return false;
     }
     state.last.new_logs.clear();
     state.last.evicted_subnets = 0;
@@ -91,6 +93,7 @@ pub(super) fn step_inner(
     if state.tick >= params.max_ticks {
         state.truncated = true;
     }
+    ev.services_changed
 }
 
 /// Starts an action and returns the energy it cost.
@@ -137,7 +140,9 @@ pub(super) fn tick(state: &mut State, params: &Params, ev: &mut Events) {
         }
     }
     green::green(state, params);
-    churn::churn(state, params);
+    if churn::churn(state, params) {
+        ev.services_changed = true;
+    }
     if let Some(ph) = state.physics.as_mut() {
         if ph.tick(params, &mut state.rng.physics) {
             ev.kinetic = true;
@@ -163,4 +168,51 @@ pub(super) fn tick(state: &mut State, params: &Params, ev: &mut Events) {
     }
     state.metrics.uptime_ticks += 1;
     logging::release_logs(state, params);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{PRESETS, SCENARIOS};
+    use crate::sampler::ActionSampler;
+    use crate::sim::validity::{all_target_sets_with, host_sets_with, service_sets, write_mask};
+
+    /// Service sets kept across steps and recomputed only when `step_with_sets` says so (as
+    /// the batch and the single env keep them) equal fresh ones after every step, in every
+    /// scenario and preset, over episodes where services do change.
+    #[test]
+    fn kept_service_sets_equal_fresh_ones() {
+        let mut changes = 0;
+        for scenario in SCENARIOS {
+            for preset in PRESETS {
+                let params = Params::new(scenario).with_preset(preset).unwrap();
+                for seed in 0..4 {
+                    let mut state = crate::sim::reset(seed, &params);
+                    let mut kept = service_sets(&state);
+                    let mut sampler = ActionSampler::new(seed);
+                    let mut mask = vec![0i8; params.mask_len()];
+                    for _ in 0..400 {
+                        if state.done() {
+                            break;
+                        }
+                        let sets =
+                            all_target_sets_with(&state, &params, &host_sets_with(&state, &kept));
+                        let mut joint = JointAction::default();
+                        for (a, act) in joint.0.iter_mut().enumerate() {
+                            write_mask(&state, &params, a, &mut mask);
+                            *act = sampler.sample(a, &mask);
+                        }
+                        let before = service_sets(&state);
+                        if step_with_sets(&mut state, &joint, &params, &sets) {
+                            kept = service_sets(&state);
+                        }
+                        let fresh = service_sets(&state);
+                        changes += usize::from(fresh != before);
+                        assert_eq!(kept, fresh, "{scenario:?} {preset} seed {seed}");
+                    }
+                }
+            }
+        }
+        assert!(changes > 50, "services changed only {changes} times");
+    }
 }

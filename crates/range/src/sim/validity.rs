@@ -41,7 +41,43 @@ pub struct HostSets {
     trainable: u128,
 }
 
+/// The sets that depend on the hosts' services, over every slot (active or not): they change
+/// only when a service does (a patch, a decoy, an arriving host), so a caller that knows when
+/// that happens ([`super::step_with_sets`] says) keeps them and skips a pointer chase per host
+/// per step ([`host_sets_with`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServiceSets {
+    exploit_svc: [u128; 4],
+    smb: u128,
+    unpatched: u128,
+}
+
+pub fn service_sets(state: &State) -> ServiceSets {
+    let mut s = ServiceSets::default();
+    for (i, h) in state.hosts.iter().enumerate() {
+        let b = 1u128 << i;
+        for svc in &h.services {
+            let ex = topology::SERVICES[svc.kind as usize].exploit;
+            if ex < 4 {
+                s.exploit_svc[ex] |= b;
+            }
+            if svc.kind == 0 {
+                s.smb |= b;
+            }
+            if !svc.patched {
+                s.unpatched |= b;
+            }
+        }
+    }
+    s
+}
+
 pub fn host_sets(state: &State) -> HostSets {
+    host_sets_with(state, &service_sets(state))
+}
+
+/// [`host_sets`] from the state's [`service_sets`].
+pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
     let mut s = HostSets {
         active: 0,
         up: 0,
@@ -98,15 +134,13 @@ pub fn host_sets(state: &State) -> HostSets {
         s.honeytoken |= m(h.honeytoken);
         s.decoy |= m(h.decoy);
         s.comm |= m(state.comm.get(i).is_some_and(|c| *c != 0.0));
-        for svc in &h.services {
-            let ex = topology::SERVICES[svc.kind as usize].exploit;
-            if ex < 4 {
-                s.exploit_svc[ex] |= b;
-            }
-            s.smb |= m(svc.kind == 0);
-            s.unpatched |= m(!svc.patched);
-        }
     }
+    // Only active hosts' services count.
+    for (set, svc) in s.exploit_svc.iter_mut().zip(services.exploit_svc) {
+        *set = svc & s.active;
+    }
+    s.smb = services.smb & s.active;
+    s.unpatched = services.unpatched & s.active;
     for sub in 0..5 {
         if state.acl_smb & (1 << sub) == 0 {
             s.acl_open |= s.subnet[sub];
@@ -361,12 +395,33 @@ pub fn write_mask_with(
             hosts |= set;
         }
     }
-    for (i, bit) in slots.iter_mut().take(params.max_hosts).enumerate() {
-        *bit = ((hosts >> i) & 1) as i8;
-    }
     let n = slots.len().min(params.max_hosts);
-    slots[n..].fill(0);
+    let (shown, rest) = slots.split_at_mut(n);
+    // Eight slots per table look-up rather than a 128-bit shift per slot (four masks of up to
+    // 124 slots per step).
+    for (k, chunk) in shown.chunks_mut(8).enumerate() {
+        let bytes = BIT_BYTES[((hosts >> (8 * k)) & 0xff) as usize].to_le_bytes();
+        for (bit, b) in chunk.iter_mut().zip(bytes) {
+            *bit = b as i8;
+        }
+    }
+    rest.fill(0);
 }
+
+/// `BIT_BYTES[b]` holds bit j of `b` in its byte j (little endian): a mask byte per bit.
+const BIT_BYTES: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut j = 0;
+        while j < 8 {
+            t[b] |= (((b >> j) & 1) as u64) << (8 * j);
+            j += 1;
+        }
+        b += 1;
+    }
+    t
+};
 
 /// Whether `(kind, target)` is a valid action of `agent` now.
 pub fn is_valid(state: &State, params: &Params, agent: usize, act: AgentAction) -> bool {
@@ -397,4 +452,52 @@ pub fn is_valid_with(
         return false;
     }
     (sets[kind] >> act.target) & 1 == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Scenario;
+    use crate::rng::Rng;
+
+    /// The slot bits as first written: one shift per slot.
+    fn slots_reference(hosts: u128, max_hosts: usize, slots: &mut [i8]) {
+        for (i, bit) in slots.iter_mut().take(max_hosts).enumerate() {
+            *bit = ((hosts >> i) & 1) as i8;
+        }
+        let n = slots.len().min(max_hosts);
+        slots[n..].fill(0);
+    }
+
+    #[test]
+    fn mask_slots_equal_one_shift_per_slot() {
+        let mut params = Params::new(Scenario::Ransomware);
+        let state = super::super::reset(1, &params);
+        let mut rng = Rng::new(5, "mask-test");
+        for max_hosts in [1, 7, 8, 9, 63, 64, 65, 100, 123, 124] {
+            params.max_hosts = max_hosts;
+            for _ in 0..50 {
+                let mut sets = [0u128; N_TYPES];
+                for set in sets.iter_mut() {
+                    if rng.range(0, 3) == 0 {
+                        *set = u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64());
+                        *set &= u128::from(rng.next_u64()) | u128::from(rng.next_u64()) << 64;
+                    }
+                }
+                for agent in 0..N_AGENTS {
+                    for extra in [0, 3, 128 - max_hosts] {
+                        let len = N_TYPES + max_hosts + extra;
+                        let mut got = vec![7i8; len];
+                        write_mask_with(&state, &params, agent, &sets, &mut got);
+                        let mut want = got.clone();
+                        let hosts = (0..N_TYPES)
+                            .filter(|&k| k != SLEEP && got[k] == 1)
+                            .fold(0u128, |h, k| h | sets[k]);
+                        slots_reference(hosts, max_hosts, &mut want[N_TYPES..]);
+                        assert_eq!(got, want, "max_hosts {max_hosts} agent {agent}");
+                    }
+                }
+            }
+        }
+    }
 }
