@@ -60,11 +60,25 @@ fn jcs_word_needs_escape(w: u64) -> bool {
     below_space != 0 || has_zero_byte(w ^ (ONES * 0x22)) || has_zero_byte(w ^ (ONES * 0x5c))
 }
 
-/// Whether any of the 8 bytes in `w` ends a parser's run of plain string bytes: `"`, `\\` or
-/// a control character below 0x20 (the same test as [`jcs_word_needs_escape`]).
+/// Bit 7 of each of the 8 byte lanes of `w` (little-endian) that ends a parser's run of
+/// plain string bytes: `"`, `\\` or a control character below 0x20. Exact up to and
+/// including the first flagged lane (a borrow only flags lanes above a flagged one), which is
+/// all the parser reads: `trailing_zeros` finds where the run ends.
 #[inline]
-pub(crate) fn ends_string_run(w: u64) -> bool {
-    jcs_word_needs_escape(w)
+pub(crate) fn string_run_ends(w: u64) -> u64 {
+    let quote = w ^ (ONES * 0x22);
+    let backslash = w ^ (ONES * 0x5c);
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w;
+    let quote = quote.wrapping_sub(ONES) & !quote;
+    let backslash = backslash.wrapping_sub(ONES) & !backslash;
+    (below_space | quote | backslash) & HIGHS
+}
+
+/// Bit 7 of each lane of `w` that is 0x7F or above (not printable ASCII); exact up to the
+/// first flagged lane, as [`string_run_ends`] (a carry only flags lanes above a flagged one).
+#[inline]
+pub(crate) fn not_printable_ascii(w: u64) -> u64 {
+    (w.wrapping_add(ONES) | w) & HIGHS
 }
 
 /// The first index at or after `i` worth looking at byte by byte: skips whole 8-byte words

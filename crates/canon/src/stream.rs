@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use std::io;
 
 use crate::escape::{jcs_string, python_string};
-use crate::parser::{NumberShape, Parser};
+use crate::parser::{NumberShape, Parser, StringToken};
 use crate::sink::Out;
 use crate::writer::{cmp_utf16, jcs_number, python_number, Num};
 use crate::{ParseError, ParseOptions, Profile, Value, WriteError, MAX_WRITE_DEPTH};
@@ -74,7 +74,7 @@ pub fn canonicalize<W: io::Write>(
         open_objects: 0,
         scratch: String::new(),
         order: Vec::new(),
-        targets: Vec::new(),
+        orders: Vec::new(),
         aside: Vec::new(),
         error: None,
         io_error: None,
@@ -100,15 +100,50 @@ const FLUSH_BYTES: usize = 64 * 1024;
 /// nothing).
 const SCAN_MEMBERS: usize = 32;
 
-/// One member of an open object: its key (raw UTF-8, in `keys`) and its canonical text
-/// `"key":value` (in `buf`).
+/// Where a key's decoded UTF-8 is: in the input itself when the key had no escape (nothing
+/// is copied), else in `keys`.
+#[derive(Clone, Copy)]
+struct KeyRef {
+    start: usize,
+    end: usize,
+    decoded: bool,
+}
+
+impl KeyRef {
+    #[inline]
+    fn bytes<'k>(self, input: &'k [u8], keys: &'k [u8]) -> &'k [u8] {
+        if self.decoded {
+            &keys[self.start..self.end]
+        } else {
+            &input[self.start..self.end]
+        }
+    }
+}
+
+/// Objects with fewer members than this remember the key order last found for their member
+/// count (see [`Canon::find_order`]).
+const ORDERS_KEPT: usize = 64;
+
+/// One member of an open object: its key and its canonical text `"key":value` (in `buf`).
 struct Member {
     /// The key's first 8 bytes, big-endian, zero-padded: orders most keys in one compare.
     prefix: u64,
-    key_start: usize,
-    key_end: usize,
+    key: KeyRef,
     text_start: usize,
     text_end: usize,
+}
+
+/// The key awaiting its value.
+#[derive(Clone, Copy)]
+struct Pending {
+    prefix: u64,
+    key: KeyRef,
+    /// Where the key starts in the input (a duplicate is reported there).
+    at: usize,
+    /// Where its member's text starts in `buf`.
+    text_start: usize,
+    /// It has an astral char (lead byte 0xF0 and up).
+    astral: bool,
 }
 
 struct Obj {
@@ -116,12 +151,7 @@ struct Obj {
     start: usize,
     first_member: usize,
     keys_start: usize,
-    /// The key awaiting its value (in `keys`), where it starts in the input, and where its
-    /// member's text starts in `buf`.
-    key_start: usize,
-    key_end: usize,
-    key_at: usize,
-    text_start: usize,
+    pending: Pending,
     /// Every key so far came in the profile's order (so none repeats and nothing moves).
     sorted: bool,
     /// A key has an astral char, whose UTF-16 order (profile jcs) is not its byte order.
@@ -147,16 +177,18 @@ struct Canon<'a> {
     allow_nan: bool,
     /// Canonical bytes not yet handed to the writer.
     buf: Vec<u8>,
-    /// Raw keys of the open objects' members.
+    /// Decoded keys (those with escapes) of the open objects' members.
     keys: Vec<u8>,
     members: Vec<Member>,
     frames: Vec<Frame>,
     open_objects: usize,
     /// A decoded string (one with escapes).
     scratch: String,
-    order: Vec<usize>,
-    /// Where each member of an object being reordered goes, and the members copied aside.
-    targets: Vec<usize>,
+    /// The key order of the object being reordered (indices of its members), and the last
+    /// order found for each number of members below [`ORDERS_KEPT`].
+    order: Vec<u32>,
+    orders: Vec<Vec<u32>>,
+    /// The members of an object being reordered, copied aside.
     aside: Vec<u8>,
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
@@ -216,16 +248,13 @@ impl Canon<'_> {
                         self.buf.byte(b'{');
                         let start = self.buf.len();
                         let keys_start = self.keys.len();
-                        let (key_start, key_end, key_at) = self.key()?;
+                        let pending = self.key(start)?;
                         self.open_objects += 1;
                         self.frames.push(Frame::Object(Obj {
                             start,
                             first_member: self.members.len(),
                             keys_start,
-                            key_start,
-                            key_end,
-                            key_at,
-                            text_start: start,
+                            pending,
                             sorted: true,
                             astral: false,
                             seen: None,
@@ -264,19 +293,15 @@ impl Canon<'_> {
                                 self.p.pos += 1;
                                 self.p.skip_whitespace();
                                 self.buf.byte(b',');
-                                let text_start = self.buf.len();
-                                let (key_start, key_end, key_at) = self.key()?;
+                                let pending = self.key(self.buf.len())?;
                                 if let Some(Frame::Object(obj)) = self.frames.last_mut() {
-                                    obj.key_start = key_start;
-                                    obj.key_end = key_end;
-                                    obj.key_at = key_at;
-                                    obj.text_start = text_start;
+                                    obj.pending = pending;
                                 }
                                 break;
                             }
                             Some(b'}') => {
                                 self.p.pos += 1;
-                                self.close_object();
+                                self.close_object(out);
                             }
                             _ => return Err(self.p.expected("',' or '}' in an object")),
                         }
@@ -287,31 +312,58 @@ impl Canon<'_> {
     }
 
     /// A key and its `:` (whitespace before it already skipped), as the parser's
-    /// `parse_key`; keeps the raw key in `keys` and writes `"key":` to `buf`. Returns where
-    /// the key is in `keys` and where it started in the input.
-    fn key(&mut self) -> Result<(usize, usize, usize), ParseError> {
+    /// `parse_key`; writes `"key":` to `buf` (the member's text starts at `text_start`) and
+    /// keeps the decoded key in `keys` if it had escapes.
+    fn key(&mut self, text_start: usize) -> Result<Pending, ParseError> {
         if self.p.peek() != Some(b'"') {
             return Err(self.p.expected("a string key"));
         }
         let at = self.p.pos;
-        let key_start = self.keys.len();
-        let key: &str = match self.p.string_token(&mut self.scratch)? {
-            Some(raw) => raw,
-            None => &self.scratch,
+        let (key, prefix, astral) = match self.p.string_token(&mut self.scratch)? {
+            StringToken::Raw { text, printable } => {
+                let key = KeyRef {
+                    start: at + 1,
+                    end: at + 1 + text.len(),
+                    decoded: false,
+                };
+                if printable || self.jcs {
+                    quoted(&mut self.buf, text.as_bytes());
+                } else {
+                    python_string(text, &mut self.buf);
+                }
+                let astral = self.jcs && !printable && has_astral(text.as_bytes());
+                (key, prefix_in(self.p.bytes, key.start, text.len()), astral)
+            }
+            StringToken::Decoded => {
+                let start = self.keys.len();
+                self.keys.extend_from_slice(self.scratch.as_bytes());
+                if self.jcs {
+                    jcs_string(&self.scratch, &mut self.buf);
+                } else {
+                    python_string(&self.scratch, &mut self.buf);
+                }
+                let key = KeyRef {
+                    start,
+                    end: self.keys.len(),
+                    decoded: true,
+                };
+                let astral = self.jcs && has_astral(self.scratch.as_bytes());
+                (key, prefix_in(&self.keys, start, key.end - start), astral)
+            }
         };
-        self.keys.extend_from_slice(key.as_bytes());
-        if self.jcs {
-            jcs_string(key, &mut self.buf);
-        } else {
-            python_string(key, &mut self.buf);
-        }
         self.p.skip_whitespace();
         if self.p.peek() != Some(b':') {
             return Err(self.p.expected("':' after an object key"));
         }
         self.p.pos += 1;
         self.buf.byte(b':');
-        Ok((key_start, self.keys.len(), at))
+        Ok(Pending {
+            prefix,
+            key,
+            at,
+            text_start,
+            astral,
+        })
     }
 
     /// The profile's key order.
@@ -329,7 +381,8 @@ impl Canon<'_> {
 
     /// [`Canon::key_cmp`] of two members: by their prefixes first, where byte order is the
     /// profile's order (no astral key in the object, or profile python).
-    fn member_cmp(by_bytes: bool, keys: &[u8], a: &Member, b: &Member) -> Ordering {
+    #[inline]
+    fn member_cmp(by_bytes: bool, input: &[u8], keys: &[u8], a: &Member, b: &Member) -> Ordering {
         if by_bytes {
             let o = a.prefix.cmp(&b.prefix);
             if o != Ordering::Equal {
@@ -338,8 +391,8 @@ impl Canon<'_> {
         }
         Self::key_cmp(
             !by_bytes,
-            &keys[a.key_start..a.key_end],
-            &keys[b.key_start..b.key_end],
+            a.key.bytes(input, keys),
+            b.key.bytes(input, keys),
         )
     }
 
@@ -349,48 +402,43 @@ impl Canon<'_> {
         let Some(Frame::Object(obj)) = self.frames.last_mut() else {
             return Ok(());
         };
-        let key = &self.keys[obj.key_start..obj.key_end];
-        let mut head = [0u8; 8];
-        let n = key.len().min(8);
-        head[..n].copy_from_slice(&key[..n]);
+        let pending = obj.pending;
         let member = Member {
-            prefix: u64::from_be_bytes(head),
-            key_start: obj.key_start,
-            key_end: obj.key_end,
-            text_start: obj.text_start,
+            prefix: pending.prefix,
+            key: pending.key,
+            text_start: pending.text_start,
             text_end: self.buf.len(),
         };
-        if self.jcs && !obj.astral && key.iter().any(|&b| b >= 0xf0) {
-            obj.astral = true;
-        }
+        obj.astral |= pending.astral;
+        let input = self.p.bytes;
         let earlier = &self.members[obj.first_member..];
         if obj.sorted {
             if let Some(last) = earlier.last() {
                 let by_bytes = !obj.astral;
-                if Self::member_cmp(by_bytes, &self.keys, last, &member) != Ordering::Less {
+                if Self::member_cmp(by_bytes, input, &self.keys, last, &member) != Ordering::Less {
                     obj.sorted = false;
                 }
             }
         }
         if !obj.sorted {
+            let keys = &self.keys;
+            let key = member.key.bytes(input, keys);
             let duplicate = if obj.seen.is_none() && earlier.len() <= SCAN_MEMBERS {
                 earlier
                     .iter()
-                    .any(|m| m.prefix == member.prefix && &self.keys[m.key_start..m.key_end] == key)
+                    .any(|m| m.prefix == member.prefix && m.key.bytes(input, keys) == key)
             } else {
-                let keys = &self.keys;
                 let seen = obj.seen.get_or_insert_with(|| {
                     earlier
                         .iter()
-                        .map(|m| keys[m.key_start..m.key_end].into())
+                        .map(|m| m.key.bytes(input, keys).into())
                         .collect()
                 });
                 !seen.insert(key.into())
             };
             if duplicate {
-                let at = obj.key_at;
                 let message = format!("duplicate key {:?}", String::from_utf8_lossy(key));
-                return Err(self.p.error_at(at, message));
+                return Err(self.p.error_at(pending.at, message));
             }
         }
         self.members.push(member);
@@ -398,77 +446,158 @@ impl Canon<'_> {
     }
 
     /// `}`: puts the members in key order if they did not come so, and forgets them.
-    fn close_object(&mut self) {
+    fn close_object<W: io::Write>(&mut self, out: &mut W) {
         let Some(Frame::Object(obj)) = self.frames.pop() else {
             return;
         };
-        let members = &self.members[obj.first_member..];
+        self.open_objects -= 1;
         if !obj.sorted {
-            let keys = &self.keys;
-            let by_bytes = !obj.astral;
-            self.order.clear();
-            self.order.extend(0..members.len());
-            self.order.sort_unstable_by(|&a, &b| {
-                Self::member_cmp(by_bytes, keys, &members[a], &members[b])
-            });
-            // Same members, same number of commas: the object keeps its length. The largest
-            // member moves within the buffer (memmove); only the others are copied aside
-            // first, so a huge member (a large array) is never held twice.
-            let largest = (0..members.len())
-                .max_by_key(|&i| members[i].text_end - members[i].text_start)
-                .unwrap_or(0);
-            self.aside.clear();
-            for (i, m) in members.iter().enumerate() {
-                if i != largest {
-                    self.aside
-                        .extend_from_slice(&self.buf[m.text_start..m.text_end]);
-                }
-            }
-            // Where each member goes, in key order.
-            self.targets.clear();
-            self.targets.resize(members.len(), 0);
-            let mut at = obj.start;
-            for &m in &self.order {
-                self.targets[m] = at;
-                at += members[m].text_end - members[m].text_start + 1;
-            }
-            let big = &members[largest];
-            self.buf
-                .copy_within(big.text_start..big.text_end, self.targets[largest]);
-            let mut from = 0;
-            for (i, m) in members.iter().enumerate() {
-                let len = m.text_end - m.text_start;
-                if i != largest {
-                    let to = self.targets[i];
-                    self.buf[to..to + len].copy_from_slice(&self.aside[from..from + len]);
-                    from += len;
-                }
-                let after = self.targets[i] + len;
-                if after < self.buf.len() {
-                    // A comma after every member but the last in key order (that position
-                    // is the object's end, where `}` goes next).
-                    self.buf[after] = b',';
-                }
+            self.find_order(obj.first_member, !obj.astral);
+            if self.open_objects == 0 && self.buf.len() - obj.start >= FLUSH_BYTES {
+                self.write_in_order(obj.start, obj.first_member, out);
+            } else {
+                self.reorder(obj.start, obj.first_member);
             }
         }
         self.members.truncate(obj.first_member);
         self.keys.truncate(obj.keys_start);
-        self.open_objects -= 1;
         self.buf.byte(b'}');
+    }
+
+    /// Sets `order` to the members of `members[first..]` in key order (indices into it).
+    ///
+    /// Records of one shape (the hosts of a state, the rows of a table) tend to bring their
+    /// keys in the same order, so the order last found for as many members is tried first:
+    /// if the keys are strictly increasing in it, it is the key order (there is only one),
+    /// found in `n - 1` comparisons instead of a sort.
+    fn find_order(&mut self, first: usize, by_bytes: bool) {
+        let members = &self.members[first..];
+        let (input, keys) = (self.p.bytes, &self.keys[..]);
+        let cmp = |a: u32, b: u32| {
+            Self::member_cmp(
+                by_bytes,
+                input,
+                keys,
+                &members[a as usize],
+                &members[b as usize],
+            )
+        };
+        let n = members.len();
+        self.order.clear();
+        match self.orders.get(n) {
+            Some(known)
+                if known.len() == n
+                    && known.windows(2).all(|w| cmp(w[0], w[1]) == Ordering::Less) =>
+            {
+                self.order.extend_from_slice(known);
+            }
+            _ => {
+                self.order.extend(0..n as u32);
+                self.order.sort_unstable_by(|&a, &b| cmp(a, b));
+                if n < ORDERS_KEPT {
+                    if self.orders.len() <= n {
+                        self.orders.resize_with(n + 1, Vec::new);
+                    }
+                    self.orders[n].clone_from(&self.order);
+                }
+            }
+        }
+    }
+
+    /// Puts the members of the object whose text starts at `start` in `order` (of
+    /// `members[first..]`), within `buf`. Same members, same number of commas: the
+    /// object keeps its length. The largest member moves within the buffer (memmove); only
+    /// the text before and after it is copied aside first (two copies), so a huge member (a
+    /// large array) is never held twice.
+    fn reorder(&mut self, start: usize, first: usize) {
+        let members = &self.members[first..];
+        let len = |m: &Member| m.text_end - m.text_start;
+        // The largest member, by its place in `order`.
+        let mut largest = 0;
+        for (k, &i) in self.order.iter().enumerate() {
+            if len(&members[i as usize]) > len(&members[self.order[largest] as usize]) {
+                largest = k;
+            }
+        }
+        let big = &members[self.order[largest] as usize];
+        let (big_start, big_end, end) = (big.text_start, big.text_end, self.buf.len());
+        self.aside.clear();
+        self.aside.extend_from_slice(&self.buf[start..big_start]);
+        self.aside.extend_from_slice(&self.buf[big_end..end]);
+        // Where a member's text is in `aside`.
+        let aside_at = |m: &Member| {
+            if m.text_start < big_start {
+                m.text_start - start
+            } else {
+                m.text_start - big_end + (big_start - start)
+            }
+        };
+        let mut largest_to = start;
+        for &i in &self.order[..largest] {
+            largest_to += len(&members[i as usize]) + 1;
+        }
+        self.buf.copy_within(big_start..big_end, largest_to);
+        let mut to = start;
+        for (k, &i) in self.order.iter().enumerate() {
+            let m = &members[i as usize];
+            let n = len(m);
+            if k != largest {
+                let from = aside_at(m);
+                copy_short(&mut self.buf[to..to + n], &self.aside[from..from + n]);
+            }
+            to += n;
+            if to < end {
+                // A comma after every member but the last (whose end is the object's end,
+                // where `}` goes next).
+                self.buf[to] = b',';
+            }
+            to += 1;
+        }
+    }
+
+    /// The outermost open object closes, large: instead of moving its members within `buf`,
+    /// hands everything before them, then each member of `members[first..]`
+    /// in `order`, to the writer, and empties `buf`.
+    fn write_in_order<W: io::Write>(&mut self, start: usize, first: usize, out: &mut W) {
+        let mut emit = |bytes: &[u8]| {
+            if self.io_error.is_none() {
+                if let Err(e) = out.write_all(bytes) {
+                    self.io_error = Some(e);
+                }
+            }
+        };
+        emit(&self.buf[..start]);
+        let members = &self.members[first..];
+        for (k, &i) in self.order.iter().enumerate() {
+            if k > 0 {
+                emit(b",");
+            }
+            let m = &members[i as usize];
+            emit(&self.buf[m.text_start..m.text_end]);
+        }
+        self.buf.clear();
     }
 
     /// As the parser's `parse_scalar`, writing the token.
     fn scalar(&mut self) -> Result<(), ParseError> {
         let num = match self.p.peek() {
             Some(b'"') => {
-                let s: &str = match self.p.string_token(&mut self.scratch)? {
-                    Some(raw) => raw,
-                    None => &self.scratch,
-                };
-                if self.jcs {
-                    jcs_string(s, &mut self.buf);
-                } else {
-                    python_string(s, &mut self.buf);
+                match self.p.string_token(&mut self.scratch)? {
+                    StringToken::Raw { text, printable } => {
+                        if printable || self.jcs {
+                            // Nothing to escape (a raw string has no `"`, `\` or control).
+                            quoted(&mut self.buf, text.as_bytes());
+                        } else {
+                            python_string(text, &mut self.buf);
+                        }
+                    }
+                    StringToken::Decoded => {
+                        if self.jcs {
+                            jcs_string(&self.scratch, &mut self.buf);
+                        } else {
+                            python_string(&self.scratch, &mut self.buf);
+                        }
+                    }
                 }
                 return Ok(());
             }
@@ -528,7 +657,8 @@ impl Canon<'_> {
             .map(|f| match f {
                 Frame::Array(i) => Seg::Index(*i),
                 Frame::Object(obj) => Seg::Key(
-                    String::from_utf8_lossy(&self.keys[obj.key_start..obj.key_end]).into_owned(),
+                    String::from_utf8_lossy(obj.pending.key.bytes(self.p.bytes, &self.keys))
+                        .into_owned(),
                 ),
             })
             .collect();
@@ -539,6 +669,57 @@ impl Canon<'_> {
         if earlier {
             self.error = Some((path, e));
         }
+    }
+}
+
+/// `dst.copy_from_slice(src)`, with fixed-size moves (two overlapping ones) for the short
+/// texts most members are, where a `memcpy` call would cost more than the copy.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if (16..=32).contains(&n) {
+        dst[..16].copy_from_slice(&src[..16]);
+        dst[n - 16..].copy_from_slice(&src[n - 16..]);
+    } else if (8..16).contains(&n) {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// `"text"`, for a string with nothing to escape.
+#[inline]
+fn quoted(buf: &mut Vec<u8>, text: &[u8]) {
+    buf.reserve(text.len() + 2);
+    buf.push(b'"');
+    buf.extend_from_slice(text);
+    buf.push(b'"');
+}
+
+fn has_astral(key: &[u8]) -> bool {
+    key.iter().any(|&b| b >= 0xf0)
+}
+
+/// The first 8 bytes of `bytes[start..start + len]`, big-endian, zero-padded.
+#[inline]
+fn prefix_in(bytes: &[u8], start: usize, len: usize) -> u64 {
+    if let Some(chunk) = bytes.get(start..start + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_be_bytes(word);
+        if len >= 8 {
+            w
+        } else {
+            // Keep the key's `len` leading bytes (none when `len` is 0).
+            w & !(u64::MAX >> (8 * len))
+        }
+    } else {
+        let key = &bytes[start..start + len];
+        let mut head = [0u8; 8];
+        let n = len.min(8);
+        head[..n].copy_from_slice(&key[..n]);
+        u64::from_be_bytes(head)
     }
 }
 
