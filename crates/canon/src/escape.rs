@@ -244,6 +244,51 @@ mod tests {
         }
     }
 
+    /// The parser's word masks: the first flagged lane is the first byte that ends a run
+    /// (`"`, `\\`, below 0x20) or is not printable ASCII (0x7F and up), for every byte value
+    /// in every lane, after lanes of every other byte value.
+    #[test]
+    fn run_masks_flag_the_first_byte_exactly() {
+        let ends = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        let first = |mask: u64| (mask != 0).then(|| mask.trailing_zeros() / 8);
+        for lane in 0..8usize {
+            for b in 0..=255u8 {
+                for filler in 0..=255u8 {
+                    if ends(filler) {
+                        continue;
+                    }
+                    let mut word = [filler; 8];
+                    word[lane] = b;
+                    let w = u64::from_le_bytes(word);
+                    let want_end = word.iter().position(|&x| ends(x)).map(|i| i as u32);
+                    assert_eq!(first(string_run_ends(w)), want_end, "{word:x?}");
+                    let want_wide = word.iter().position(|&x| x >= 0x7f).map(|i| i as u32);
+                    assert_eq!(first(not_printable_ascii(w)), want_wide, "{word:x?}");
+                }
+            }
+        }
+        // Words of several special bytes at once (borrows and carries between lanes).
+        let edges = [
+            0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xfe,
+            0xff,
+        ];
+        let mut state = 16u64;
+        for _ in 0..200_000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut word = [0u8; 8];
+            for (k, byte) in word.iter_mut().enumerate() {
+                *byte = edges[((state >> (k * 4 + 3)) % edges.len() as u64) as usize];
+            }
+            let w = u64::from_le_bytes(word);
+            let want_end = word.iter().position(|&x| ends(x)).map(|i| i as u32);
+            assert_eq!(first(string_run_ends(w)), want_end, "{word:x?}");
+            let want_wide = word.iter().position(|&x| x >= 0x7f).map(|i| i as u32);
+            assert_eq!(first(not_printable_ascii(w)), want_wide, "{word:x?}");
+        }
+    }
+
     #[test]
     fn python_escapes() {
         assert_eq!(py("plain"), r#""plain""#);

@@ -440,19 +440,32 @@ impl<'a> Parser<'a> {
     /// own (validated) bytes; otherwise it is decoded into `out` (cleared first).
     #[inline]
     pub(crate) fn string_token(&mut self, out: &mut String) -> Result<StringToken<'a>, ParseError> {
+        match self.printable_string() {
+            Some(text) => Ok(StringToken::Raw {
+                text,
+                printable: true,
+            }),
+            None => self.string_token_slow(out),
+        }
+    }
+
+    /// The string token at `pos` (its opening quote) if it is one run of printable ASCII
+    /// (most are): nothing to check or decode, and neither profile escapes anything in it.
+    /// Otherwise `None`, and `pos` has not moved. Returns in registers, where the full
+    /// token's `Result` goes through memory.
+    #[inline]
+    pub(crate) fn printable_string(&mut self) -> Option<&'a str> {
         debug_assert_eq!(self.peek(), Some(b'"'));
-        // Most strings are one run of printable ASCII: nothing to check or decode.
         let open = self.pos;
         self.pos += 1;
         let (run, printable) = self.plain_run();
         if printable && self.peek() == Some(b'"') {
             self.pos += 1;
             // SAFETY: every byte of `run` is below 0x7F, and ASCII is valid UTF-8.
-            let text = unsafe { std::str::from_utf8_unchecked(run) };
-            return Ok(StringToken::Raw { text, printable });
+            return Some(unsafe { std::str::from_utf8_unchecked(run) });
         }
         self.pos = open;
-        self.string_token_slow(out)
+        None
     }
 
     /// [`Parser::string_token`] for the strings that are not one printable run: non-ASCII

@@ -101,19 +101,22 @@ const FLUSH_BYTES: usize = 64 * 1024;
 const SCAN_MEMBERS: usize = 32;
 
 /// Where a key's decoded UTF-8 is: in the input itself when the key had no escape (nothing
-/// is copied), else in `keys`.
+/// is copied), else in `keys` (`start` then has [`DECODED`] set). Plain words only: members
+/// are built and read on the hot path, where a flag byte beside them would cost more than
+/// the bit.
 #[derive(Clone, Copy)]
 struct KeyRef {
     start: usize,
     end: usize,
-    decoded: bool,
 }
+
+const DECODED: usize = 1 << (usize::BITS - 1);
 
 impl KeyRef {
     #[inline]
     fn bytes<'k>(self, input: &'k [u8], keys: &'k [u8]) -> &'k [u8] {
-        if self.decoded {
-            &keys[self.start..self.end]
+        if self.start & DECODED != 0 {
+            &keys[self.start & !DECODED..self.end]
         } else {
             &input[self.start..self.end]
         }
@@ -125,25 +128,18 @@ impl KeyRef {
 const ORDERS_KEPT: usize = 64;
 
 /// One member of an open object: its key and its canonical text `"key":value` (in `buf`).
+/// Recorded when its key is read, so the member awaiting its value is always the last one
+/// (its object's members come after those of the objects around it, and the members of an
+/// object inside its value are gone when that object closes).
 struct Member {
     /// The key's first 8 bytes, big-endian, zero-padded: orders most keys in one compare.
     prefix: u64,
     key: KeyRef,
-    text_start: usize,
-    text_end: usize,
-}
-
-/// The key awaiting its value.
-#[derive(Clone, Copy)]
-struct Pending {
-    prefix: u64,
-    key: KeyRef,
     /// Where the key starts in the input (a duplicate is reported there).
     at: usize,
-    /// Where its member's text starts in `buf`.
     text_start: usize,
-    /// It has an astral char (lead byte 0xF0 and up).
-    astral: bool,
+    /// Set when the value is complete.
+    text_end: usize,
 }
 
 struct Obj {
@@ -151,7 +147,6 @@ struct Obj {
     start: usize,
     first_member: usize,
     keys_start: usize,
-    pending: Pending,
     /// Every key so far came in the profile's order (so none repeats and nothing moves).
     sorted: bool,
     /// A key has an astral char, whose UTF-16 order (profile jcs) is not its byte order.
@@ -247,18 +242,16 @@ impl Canon<'_> {
                     } else {
                         self.buf.byte(b'{');
                         let start = self.buf.len();
-                        let keys_start = self.keys.len();
-                        let pending = self.key(start)?;
                         self.open_objects += 1;
                         self.frames.push(Frame::Object(Obj {
                             start,
                             first_member: self.members.len(),
-                            keys_start,
-                            pending,
+                            keys_start: self.keys.len(),
                             sorted: true,
                             astral: false,
                             seen: None,
                         }));
+                        self.key(start)?;
                         continue;
                     }
                 }
@@ -293,10 +286,7 @@ impl Canon<'_> {
                                 self.p.pos += 1;
                                 self.p.skip_whitespace();
                                 self.buf.byte(b',');
-                                let pending = self.key(self.buf.len())?;
-                                if let Some(Frame::Object(obj)) = self.frames.last_mut() {
-                                    obj.pending = pending;
-                                }
+                                self.key(self.buf.len())?;
                                 break;
                             }
                             Some(b'}') => {
@@ -312,19 +302,56 @@ impl Canon<'_> {
     }
 
     /// A key and its `:` (whitespace before it already skipped), as the parser's
-    /// `parse_key`; writes `"key":` to `buf` (the member's text starts at `text_start`) and
-    /// keeps the decoded key in `keys` if it had escapes.
-    fn key(&mut self, text_start: usize) -> Result<Pending, ParseError> {
+    /// `parse_key`, for the innermost open object: writes `"key":` to `buf` (the member's
+    /// text starts at `text_start`), keeps the decoded key in `keys` if it had escapes, and
+    /// records the member.
+    fn key(&mut self, text_start: usize) -> Result<(), ParseError> {
         if self.p.peek() != Some(b'"') {
             return Err(self.p.expected("a string key"));
         }
         let at = self.p.pos;
-        let (key, prefix, astral) = match self.p.string_token(&mut self.scratch)? {
+        let (key, prefix, astral) = if let Some(text) = self.p.printable_string() {
+            quoted(&mut self.buf, text.as_bytes());
+            let start = at + 1;
+            let prefix = prefix_in(self.p.bytes, start, text.len());
+            let key = KeyRef {
+                start,
+                end: start + text.len(),
+            };
+            (key, prefix, false)
+        } else {
+            self.key_token(at)?
+        };
+        self.p.skip_whitespace();
+        if self.p.peek() != Some(b':') {
+            return Err(self.p.expected("':' after an object key"));
+        }
+        self.p.pos += 1;
+        self.buf.byte(b':');
+        if astral {
+            if let Some(Frame::Object(obj)) = self.frames.last_mut() {
+                obj.astral = true;
+            }
+        }
+        self.members.push(Member {
+            prefix,
+            key,
+            at,
+            text_start,
+            text_end: text_start,
+        });
+        Ok(())
+    }
+
+    /// A key that is not one printable run, at `at`: its canonical text in `buf`; where it
+    /// is, its prefix, and whether it has an astral char.
+    #[inline(never)]
+    fn key_token(&mut self, at: usize) -> Result<(KeyRef, u64, bool), ParseError> {
+        Ok(match self.p.string_token(&mut self.scratch)? {
             StringToken::Raw { text, printable } => {
                 let key = KeyRef {
                     start: at + 1,
                     end: at + 1 + text.len(),
-                    decoded: false,
                 };
                 if printable || self.jcs {
                     quoted(&mut self.buf, text.as_bytes());
@@ -343,26 +370,12 @@ impl Canon<'_> {
                     python_string(&self.scratch, &mut self.buf);
                 }
                 let key = KeyRef {
-                    start,
+                    start: start | DECODED,
                     end: self.keys.len(),
-                    decoded: true,
                 };
                 let astral = self.jcs && has_astral(self.scratch.as_bytes());
                 (key, prefix_in(&self.keys, start, key.end - start), astral)
             }
-        };
-        self.p.skip_whitespace();
-        if self.p.peek() != Some(b':') {
-            return Err(self.p.expected("':' after an object key"));
-        }
-        self.p.pos += 1;
-        self.buf.byte(b':');
-        Ok(Pending {
-            prefix,
-            key,
-            at,
-            text_start,
-            astral,
         })
     }
 
@@ -396,26 +409,23 @@ impl Canon<'_> {
         )
     }
 
-    /// The value of the pending member is complete: refuse a duplicate key (at the key's
-    /// position, as the parser does when it inserts the member) and record the member.
+    /// The value of the pending member (the last one) is complete: refuse a duplicate key
+    /// (at the key's position, as the parser does when it inserts the member).
     fn member_done(&mut self) -> Result<(), ParseError> {
         let Some(Frame::Object(obj)) = self.frames.last_mut() else {
             return Ok(());
         };
-        let pending = obj.pending;
-        let member = Member {
-            prefix: pending.prefix,
-            key: pending.key,
-            text_start: pending.text_start,
-            text_end: self.buf.len(),
+        let end = self.buf.len();
+        let Some((member, earlier)) = self.members[obj.first_member..].split_last_mut() else {
+            return Ok(());
         };
-        obj.astral |= pending.astral;
+        member.text_end = end;
+        let member = &*member;
         let input = self.p.bytes;
-        let earlier = &self.members[obj.first_member..];
         if obj.sorted {
             if let Some(last) = earlier.last() {
                 let by_bytes = !obj.astral;
-                if Self::member_cmp(by_bytes, input, &self.keys, last, &member) != Ordering::Less {
+                if Self::member_cmp(by_bytes, input, &self.keys, last, member) != Ordering::Less {
                     obj.sorted = false;
                 }
             }
@@ -438,10 +448,9 @@ impl Canon<'_> {
             };
             if duplicate {
                 let message = format!("duplicate key {:?}", String::from_utf8_lossy(key));
-                return Err(self.p.error_at(pending.at, message));
+                return Err(self.p.error_at(member.at, message));
             }
         }
-        self.members.push(member);
         Ok(())
     }
 
@@ -578,8 +587,92 @@ impl Canon<'_> {
         self.buf.clear();
     }
 
-    /// As the parser's `parse_scalar`, writing the token.
+    /// As the parser's `parse_scalar`, writing the token. The common tokens (a printable
+    /// string, a literal, a number whose text is canonical) are written here; the rest and
+    /// every error go through the parser's own code.
+    #[inline]
     fn scalar(&mut self) -> Result<(), ParseError> {
+        let written = match self.p.peek() {
+            Some(b'"') => match self.p.printable_string() {
+                Some(text) => {
+                    quoted(&mut self.buf, text.as_bytes());
+                    true
+                }
+                None => false,
+            },
+            Some(b't') => self.word(b"true"),
+            Some(b'f') => self.word(b"false"),
+            Some(b'n') => self.word(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.verbatim_number(),
+            _ => false,
+        };
+        if written {
+            return Ok(());
+        }
+        self.scalar_token()
+    }
+
+    /// The literal `word` at `pos`, written, if it is there.
+    #[inline]
+    fn word(&mut self, word: &[u8]) -> bool {
+        if self.p.bytes[self.p.pos..].starts_with(word) {
+            self.p.pos += word.len();
+            self.buf.put(word);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A number at `pos` whose text is its canonical text ([`verbatim_number`]), copied;
+    /// otherwise `false`, and `pos` has not moved (the parser reads it again, errors
+    /// included).
+    #[inline]
+    fn verbatim_number(&mut self) -> bool {
+        let bytes = self.p.bytes;
+        let start = self.p.pos;
+        let digits = |mut i: usize| {
+            while matches!(bytes.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+            i
+        };
+        let int_start = start + usize::from(bytes.get(start) == Some(&b'-'));
+        let int_end = match bytes.get(int_start) {
+            Some(b'0') => int_start + 1,
+            Some(b'1'..=b'9') => digits(int_start + 1),
+            _ => return false,
+        };
+        let mut end = int_end;
+        match bytes.get(end) {
+            Some(b'0'..=b'9' | b'e' | b'E') => return false,
+            Some(b'.') => {
+                end = digits(end + 1);
+                if end == int_end + 1 || matches!(bytes.get(end), Some(b'e' | b'E')) {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        let shape = NumberShape {
+            start,
+            int_start,
+            int_end,
+            fraction_end: end,
+            exponent: false,
+            end,
+        };
+        if !verbatim_number(bytes, &shape, self.jcs) {
+            return false;
+        }
+        self.buf.put(&bytes[start..end]);
+        self.p.pos = end;
+        true
+    }
+
+    /// [`Canon::scalar`] for everything else.
+    #[inline(never)]
+    fn scalar_token(&mut self) -> Result<(), ParseError> {
         let num = match self.p.peek() {
             Some(b'"') => {
                 match self.p.string_token(&mut self.scratch)? {
@@ -651,14 +744,27 @@ impl Canon<'_> {
     /// (members in key order) would meet it before the one kept so far.
     #[cold]
     fn refused(&mut self, e: Box<WriteError>) {
+        // An object's pending member is the one just before the next object's first member,
+        // or the last member when no object is open inside it.
+        let mut pending = vec![0; self.frames.len()];
+        let mut next_first = self.members.len();
+        for (slot, f) in pending.iter_mut().zip(&self.frames).rev() {
+            if let Frame::Object(obj) = f {
+                *slot = next_first - 1;
+                next_first = obj.first_member;
+            }
+        }
         let path: Vec<Seg> = self
             .frames
             .iter()
-            .map(|f| match f {
+            .zip(pending)
+            .map(|(f, pending)| match f {
                 Frame::Array(i) => Seg::Index(*i),
-                Frame::Object(obj) => Seg::Key(
-                    String::from_utf8_lossy(obj.pending.key.bytes(self.p.bytes, &self.keys))
-                        .into_owned(),
+                Frame::Object(_) => Seg::Key(
+                    String::from_utf8_lossy(
+                        self.members[pending].key.bytes(self.p.bytes, &self.keys),
+                    )
+                    .into_owned(),
                 ),
             })
             .collect();
