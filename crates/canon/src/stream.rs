@@ -123,6 +123,10 @@ impl KeyRef {
     }
 }
 
+/// An object whose canonical text is at most this long is reordered through one copy of all
+/// of it; a larger one keeps its largest member in place (see [`Canon::reorder`]).
+const SMALL_OBJECT: usize = 4096;
+
 /// Objects with fewer members than this remember the key order last found for their member
 /// count (see [`Canon::find_order`]).
 const ORDERS_KEPT: usize = 64;
@@ -311,7 +315,7 @@ impl Canon<'_> {
         }
         let at = self.p.pos;
         let (key, prefix, astral) = if let Some(text) = self.p.printable_string() {
-            quoted(&mut self.buf, text.as_bytes());
+            copy_token(&mut self.buf, self.p.bytes, at, self.p.pos);
             let start = at + 1;
             let prefix = prefix_in(self.p.bytes, start, text.len());
             let key = KeyRef {
@@ -394,14 +398,23 @@ impl Canon<'_> {
 
     /// [`Canon::key_cmp`] of two members: by their prefixes first, where byte order is the
     /// profile's order (no astral key in the object, or profile python).
-    #[inline]
+    #[inline(always)]
     fn member_cmp(by_bytes: bool, input: &[u8], keys: &[u8], a: &Member, b: &Member) -> Ordering {
-        if by_bytes {
-            let o = a.prefix.cmp(&b.prefix);
-            if o != Ordering::Equal {
-                return o;
-            }
+        if by_bytes && a.prefix != b.prefix {
+            return a.prefix.cmp(&b.prefix);
         }
+        Self::member_cmp_keys(by_bytes, input, keys, a, b)
+    }
+
+    /// [`Canon::member_cmp`] when the prefixes do not decide.
+    #[inline(never)]
+    fn member_cmp_keys(
+        by_bytes: bool,
+        input: &[u8],
+        keys: &[u8],
+        a: &Member,
+        b: &Member,
+    ) -> Ordering {
         Self::key_cmp(
             !by_bytes,
             a.key.bytes(input, keys),
@@ -521,6 +534,24 @@ impl Canon<'_> {
     fn reorder(&mut self, start: usize, first: usize) {
         let members = &self.members[first..];
         let len = |m: &Member| m.text_end - m.text_start;
+        let end = self.buf.len();
+        if end - start <= SMALL_OBJECT {
+            // A small object (most are): all of it aside in one copy, then each member back.
+            self.aside.clear();
+            self.aside.extend_from_slice(&self.buf[start..end]);
+            let mut to = start;
+            for &i in &self.order {
+                let m = &members[i as usize];
+                let (from, n) = (m.text_start - start, len(m));
+                copy_short(&mut self.buf[to..to + n], &self.aside[from..from + n]);
+                to += n;
+                if to < end {
+                    self.buf[to] = b',';
+                }
+                to += 1;
+            }
+            return;
+        }
         // The largest member, by its place in `order`.
         let mut largest = 0;
         for (k, &i) in self.order.iter().enumerate() {
@@ -529,7 +560,7 @@ impl Canon<'_> {
             }
         }
         let big = &members[self.order[largest] as usize];
-        let (big_start, big_end, end) = (big.text_start, big.text_end, self.buf.len());
+        let (big_start, big_end) = (big.text_start, big.text_end);
         self.aside.clear();
         self.aside.extend_from_slice(&self.buf[start..big_start]);
         self.aside.extend_from_slice(&self.buf[big_end..end]);
@@ -593,13 +624,14 @@ impl Canon<'_> {
     #[inline]
     fn scalar(&mut self) -> Result<(), ParseError> {
         let written = match self.p.peek() {
-            Some(b'"') => match self.p.printable_string() {
-                Some(text) => {
-                    quoted(&mut self.buf, text.as_bytes());
-                    true
+            Some(b'"') => {
+                let at = self.p.pos;
+                let printable = self.p.printable_string().is_some();
+                if printable {
+                    copy_token(&mut self.buf, self.p.bytes, at, self.p.pos);
                 }
-                None => false,
-            },
+                printable
+            }
             Some(b't') => self.word(b"true"),
             Some(b'f') => self.word(b"false"),
             Some(b'n') => self.word(b"null"),
@@ -801,6 +833,23 @@ fn quoted(buf: &mut Vec<u8>, text: &[u8]) {
     buf.push(b'"');
     buf.extend_from_slice(text);
     buf.push(b'"');
+}
+
+/// The token `input[at..end]` (a printable string with its quotes: its own canonical
+/// text), copied. Short ones with one fixed-size move when the input goes on long enough
+/// (the bytes beyond the token are cut off again).
+#[inline]
+fn copy_token(buf: &mut Vec<u8>, input: &[u8], at: usize, end: usize) {
+    let len = buf.len();
+    match input.get(at..at + 32) {
+        Some(chunk) if end - at <= 32 => {
+            let mut word = [0u8; 32];
+            word.copy_from_slice(chunk);
+            buf.extend_from_slice(&word);
+            buf.truncate(len + end - at);
+        }
+        _ => buf.extend_from_slice(&input[at..end]),
+    }
 }
 
 fn has_astral(key: &[u8]) -> bool {
