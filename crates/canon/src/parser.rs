@@ -402,7 +402,7 @@ impl<'a> Parser<'a> {
     /// first flagged lane of a word is where the run ends, found without going back byte by
     /// byte.
     #[inline]
-    fn plain_run(&mut self) -> (&'a [u8], bool) {
+    pub(crate) fn plain_run(&mut self) -> (&'a [u8], bool) {
         let bytes = self.bytes;
         let start = self.pos;
         let mut i = start;

@@ -626,11 +626,12 @@ impl Canon<'_> {
         let written = match self.p.peek() {
             Some(b'"') => {
                 let at = self.p.pos;
-                let printable = self.p.printable_string().is_some();
-                if printable {
+                if self.p.printable_string().is_some() {
                     copy_token(&mut self.buf, self.p.bytes, at, self.p.pos);
+                    true
+                } else {
+                    !self.jcs && self.python_verbatim_string()
                 }
-                printable
             }
             Some(b't') => self.word(b"true"),
             Some(b'f') => self.word(b"false"),
@@ -654,6 +655,47 @@ impl Canon<'_> {
         } else {
             false
         }
+    }
+
+    /// Profile python: a string token at `pos` that is already its canonical text, copied:
+    /// ASCII only, with escapes only of the forms `json.dumps` writes itself (`\"`, `\\`,
+    /// `\n`, `\r`, `\t`, `\b`, `\f`, and a lowercase `\u` of a control without a short
+    /// form or of 0x7F and up, not a surrogate). That is how Python's `json.dump` writes
+    /// every non-ASCII char of a state file. Otherwise `false`, and `pos` has not moved (the
+    /// parser reads the string again, errors included).
+    #[inline(never)]
+    fn python_verbatim_string(&mut self) -> bool {
+        let bytes = self.p.bytes;
+        let start = self.p.pos;
+        self.p.pos += 1;
+        loop {
+            let (_, printable) = self.p.plain_run();
+            let i = self.p.pos;
+            if !printable {
+                break;
+            }
+            match bytes.get(i) {
+                Some(b'"') => {
+                    self.p.pos = i + 1;
+                    self.buf.put(&bytes[start..i + 1]);
+                    return true;
+                }
+                Some(b'\\') => match bytes.get(i + 1) {
+                    Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => self.p.pos = i + 2,
+                    Some(b'u') => match bytes.get(i + 2..i + 6).and_then(lowercase_hex4) {
+                        Some(0x08 | 0x09 | 0x0a | 0x0c | 0x0d) => break,
+                        Some(0x00..=0x1f) => self.p.pos = i + 6,
+                        Some(0xd800..=0xdfff) => break,
+                        Some(0x7f..) => self.p.pos = i + 6,
+                        _ => break,
+                    },
+                    _ => break,
+                },
+                _ => break,
+            }
+        }
+        self.p.pos = start;
+        false
     }
 
     /// A number at `pos` whose text is its canonical text ([`verbatim_number`]), copied;
@@ -824,6 +866,18 @@ fn copy_short(dst: &mut [u8], src: &[u8]) {
     } else {
         dst.copy_from_slice(src);
     }
+}
+
+/// The value of four lowercase hex digits.
+fn lowercase_hex4(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |v, &d| {
+        let d = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            _ => return None,
+        };
+        Some(v * 16 + u32::from(d))
+    })
 }
 
 /// `"text"`, for a string with nothing to escape.
