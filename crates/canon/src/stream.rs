@@ -9,6 +9,11 @@
 //! put in the profile's key order, which is free when the input's keys were already in order.
 //! Outside any object (a top-level array) the bytes go straight on to the caller's writer.
 //!
+//! The common tokens take a short way: a string of printable ASCII, a literal, a number whose
+//! text is already canonical (and, in profile python, a string whose escapes are the ones
+//! `json.dumps` writes) are copied from the input as they are; anything else, and every error,
+//! is read again from its first byte by the parser's own code.
+//!
 //! The result is exactly `parse_with` then `write_value`, bytes and errors alike: the lexing
 //! is the parser's own code ([`Parser`]), the structure below mirrors
 //! [`Parser::parse_document`], the tokens are written by the writer's own functions, a parse
