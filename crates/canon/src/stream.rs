@@ -21,15 +21,19 @@
 //! one the writer's walk meets first (canonical order) is named. Tested against the two-step
 //! path on generated and mutated documents (`tests/stream_differential.rs`).
 
+mod order;
+mod tokens;
+
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::io;
 
 use crate::escape::{jcs_string, python_string};
-use crate::parser::{NumberShape, Parser, StringToken};
+use crate::parser::{Parser, StringToken};
 use crate::sink::Out;
-use crate::writer::{cmp_utf16, jcs_number, python_number, Num};
-use crate::{ParseError, ParseOptions, Profile, Value, WriteError, MAX_WRITE_DEPTH};
+use crate::writer::cmp_utf16;
+use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
+use tokens::{copy_token, quoted};
 
 /// Why [`canonicalize`] stopped: the text is not JSON (first), a value has no canonical form
 /// in the profile, or the writer failed.
@@ -128,14 +132,6 @@ impl KeyRef {
     }
 }
 
-/// An object whose canonical text is at most this long is reordered through one copy of all
-/// of it; a larger one keeps its largest member in place (see [`Canon::reorder`]).
-const SMALL_OBJECT: usize = 4096;
-
-/// Objects with fewer members than this remember the key order last found for their member
-/// count (see [`Canon::find_order`]).
-const ORDERS_KEPT: usize = 64;
-
 /// One member of an open object: its key and its canonical text `"key":value` (in `buf`).
 /// Recorded when its key is read, so the member awaiting its value is always the last one
 /// (its object's members come after those of the objects around it, and the members of an
@@ -189,7 +185,7 @@ struct Canon<'a> {
     /// A decoded string (one with escapes).
     scratch: String,
     /// The key order of the object being reordered (indices of its members), and the last
-    /// order found for each number of members below [`ORDERS_KEPT`].
+    /// order found for each number of members (below `order::ORDERS_KEPT`).
     order: Vec<u32>,
     orders: Vec<Vec<u32>>,
     /// The members of an object being reordered, copied aside.
@@ -491,334 +487,6 @@ impl Canon<'_> {
         self.buf.byte(b'}');
     }
 
-    /// Sets `order` to the members of `members[first..]` in key order (indices into it).
-    ///
-    /// Records of one shape (the hosts of a state, the rows of a table) tend to bring their
-    /// keys in the same order, so the order last found for as many members is tried first:
-    /// if the keys are strictly increasing in it, it is the key order (there is only one),
-    /// found in `n - 1` comparisons instead of a sort.
-    fn find_order(&mut self, first: usize, by_bytes: bool) {
-        let members = &self.members[first..];
-        let (input, keys) = (self.p.bytes, &self.keys[..]);
-        let cmp = |a: u32, b: u32| {
-            Self::member_cmp(
-                by_bytes,
-                input,
-                keys,
-                &members[a as usize],
-                &members[b as usize],
-            )
-        };
-        let n = members.len();
-        self.order.clear();
-        match self.orders.get(n) {
-            Some(known)
-                if known.len() == n
-                    && known.windows(2).all(|w| cmp(w[0], w[1]) == Ordering::Less) =>
-            {
-                self.order.extend_from_slice(known);
-            }
-            _ => {
-                self.order.extend(0..n as u32);
-                self.order.sort_unstable_by(|&a, &b| cmp(a, b));
-                if n < ORDERS_KEPT {
-                    if self.orders.len() <= n {
-                        self.orders.resize_with(n + 1, Vec::new);
-                    }
-                    self.orders[n].clone_from(&self.order);
-                }
-            }
-        }
-    }
-
-    /// Puts the members of the object whose text starts at `start` in `order` (of
-    /// `members[first..]`), within `buf`. Same members, same number of commas: the
-    /// object keeps its length. The largest member moves within the buffer (memmove); only
-    /// the text before and after it is copied aside first (two copies), so a huge member (a
-    /// large array) is never held twice.
-    fn reorder(&mut self, start: usize, first: usize) {
-        let members = &self.members[first..];
-        let len = |m: &Member| m.text_end - m.text_start;
-        let end = self.buf.len();
-        if end - start <= SMALL_OBJECT {
-            // A small object (most are): all of it aside in one copy, then each member back.
-            self.aside.clear();
-            self.aside.extend_from_slice(&self.buf[start..end]);
-            let mut to = start;
-            for &i in &self.order {
-                let m = &members[i as usize];
-                let (from, n) = (m.text_start - start, len(m));
-                copy_short(&mut self.buf[to..to + n], &self.aside[from..from + n]);
-                to += n;
-                if to < end {
-                    self.buf[to] = b',';
-                }
-                to += 1;
-            }
-            return;
-        }
-        // The largest member, by its place in `order`.
-        let mut largest = 0;
-        for (k, &i) in self.order.iter().enumerate() {
-            if len(&members[i as usize]) > len(&members[self.order[largest] as usize]) {
-                largest = k;
-            }
-        }
-        let big = &members[self.order[largest] as usize];
-        let (big_start, big_end) = (big.text_start, big.text_end);
-        self.aside.clear();
-        self.aside.extend_from_slice(&self.buf[start..big_start]);
-        self.aside.extend_from_slice(&self.buf[big_end..end]);
-        // Where a member's text is in `aside`.
-        let aside_at = |m: &Member| {
-            if m.text_start < big_start {
-                m.text_start - start
-            } else {
-                m.text_start - big_end + (big_start - start)
-            }
-        };
-        let mut largest_to = start;
-        for &i in &self.order[..largest] {
-            largest_to += len(&members[i as usize]) + 1;
-        }
-        self.buf.copy_within(big_start..big_end, largest_to);
-        let mut to = start;
-        for (k, &i) in self.order.iter().enumerate() {
-            let m = &members[i as usize];
-            let n = len(m);
-            if k != largest {
-                let from = aside_at(m);
-                copy_short(&mut self.buf[to..to + n], &self.aside[from..from + n]);
-            }
-            to += n;
-            if to < end {
-                // A comma after every member but the last (whose end is the object's end,
-                // where `}` goes next).
-                self.buf[to] = b',';
-            }
-            to += 1;
-        }
-    }
-
-    /// The outermost open object closes, large: instead of moving its members within `buf`,
-    /// hands everything before them, then each member of `members[first..]`
-    /// in `order`, to the writer, and empties `buf`.
-    fn write_in_order<W: io::Write>(&mut self, start: usize, first: usize, out: &mut W) {
-        let mut emit = |bytes: &[u8]| {
-            if self.io_error.is_none() {
-                if let Err(e) = out.write_all(bytes) {
-                    self.io_error = Some(e);
-                }
-            }
-        };
-        emit(&self.buf[..start]);
-        let members = &self.members[first..];
-        for (k, &i) in self.order.iter().enumerate() {
-            if k > 0 {
-                emit(b",");
-            }
-            let m = &members[i as usize];
-            emit(&self.buf[m.text_start..m.text_end]);
-        }
-        self.buf.clear();
-    }
-
-    /// As the parser's `parse_scalar`, writing the token. The common tokens (a printable
-    /// string, a literal, a number whose text is canonical) are written here; the rest and
-    /// every error go through the parser's own code.
-    #[inline]
-    fn scalar(&mut self) -> Result<(), ParseError> {
-        let written = match self.p.peek() {
-            Some(b'"') => {
-                let at = self.p.pos;
-                if self.p.printable_string().is_some() {
-                    copy_token(&mut self.buf, self.p.bytes, at, self.p.pos);
-                    true
-                } else {
-                    !self.jcs && self.python_verbatim_string()
-                }
-            }
-            Some(b't') => self.word(b"true"),
-            Some(b'f') => self.word(b"false"),
-            Some(b'n') => self.word(b"null"),
-            Some(b'-' | b'0'..=b'9') => self.verbatim_number(),
-            _ => false,
-        };
-        if written {
-            return Ok(());
-        }
-        self.scalar_token()
-    }
-
-    /// The literal `word` at `pos`, written, if it is there.
-    #[inline]
-    fn word(&mut self, word: &[u8]) -> bool {
-        if self.p.bytes[self.p.pos..].starts_with(word) {
-            self.p.pos += word.len();
-            self.buf.put(word);
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Profile python: a string token at `pos` that is already its canonical text, copied:
-    /// ASCII only, with escapes only of the forms `json.dumps` writes itself (`\"`, `\\`,
-    /// `\n`, `\r`, `\t`, `\b`, `\f`, and a lowercase `\u` of a control without a short
-    /// form or of 0x7F and up, not a surrogate). That is how Python's `json.dump` writes
-    /// every non-ASCII char of a state file. Otherwise `false`, and `pos` has not moved (the
-    /// parser reads the string again, errors included).
-    #[inline(never)]
-    fn python_verbatim_string(&mut self) -> bool {
-        let bytes = self.p.bytes;
-        let start = self.p.pos;
-        self.p.pos += 1;
-        loop {
-            let (_, printable) = self.p.plain_run();
-            let i = self.p.pos;
-            if !printable {
-                break;
-            }
-            match bytes.get(i) {
-                Some(b'"') => {
-                    self.p.pos = i + 1;
-                    self.buf.put(&bytes[start..i + 1]);
-                    return true;
-                }
-                Some(b'\\') => match bytes.get(i + 1) {
-                    Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => self.p.pos = i + 2,
-                    Some(b'u') => match bytes.get(i + 2..i + 6).and_then(lowercase_hex4) {
-                        Some(0x08 | 0x09 | 0x0a | 0x0c | 0x0d) => break,
-                        Some(0x00..=0x1f) => self.p.pos = i + 6,
-                        Some(0xd800..=0xdfff) => break,
-                        Some(0x7f..) => self.p.pos = i + 6,
-                        _ => break,
-                    },
-                    _ => break,
-                },
-                _ => break,
-            }
-        }
-        self.p.pos = start;
-        false
-    }
-
-    /// A number at `pos` whose text is its canonical text ([`verbatim_number`]), copied;
-    /// otherwise `false`, and `pos` has not moved (the parser reads it again, errors
-    /// included).
-    #[inline]
-    fn verbatim_number(&mut self) -> bool {
-        let bytes = self.p.bytes;
-        let start = self.p.pos;
-        let digits = |mut i: usize| {
-            while matches!(bytes.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            i
-        };
-        let int_start = start + usize::from(bytes.get(start) == Some(&b'-'));
-        let int_end = match bytes.get(int_start) {
-            Some(b'0') => int_start + 1,
-            Some(b'1'..=b'9') => digits(int_start + 1),
-            _ => return false,
-        };
-        let mut end = int_end;
-        match bytes.get(end) {
-            Some(b'0'..=b'9' | b'e' | b'E') => return false,
-            Some(b'.') => {
-                end = digits(end + 1);
-                if end == int_end + 1 || matches!(bytes.get(end), Some(b'e' | b'E')) {
-                    return false;
-                }
-            }
-            _ => {}
-        }
-        let shape = NumberShape {
-            start,
-            int_start,
-            int_end,
-            fraction_end: end,
-            exponent: false,
-            end,
-        };
-        if !verbatim_number(bytes, &shape, self.jcs) {
-            return false;
-        }
-        self.buf.put(&bytes[start..end]);
-        self.p.pos = end;
-        true
-    }
-
-    /// [`Canon::scalar`] for everything else.
-    #[inline(never)]
-    fn scalar_token(&mut self) -> Result<(), ParseError> {
-        let num = match self.p.peek() {
-            Some(b'"') => {
-                match self.p.string_token(&mut self.scratch)? {
-                    StringToken::Raw { text, printable } => {
-                        if printable || self.jcs {
-                            // Nothing to escape (a raw string has no `"`, `\` or control).
-                            quoted(&mut self.buf, text.as_bytes());
-                        } else {
-                            python_string(text, &mut self.buf);
-                        }
-                    }
-                    StringToken::Decoded => {
-                        if self.jcs {
-                            jcs_string(&self.scratch, &mut self.buf);
-                        } else {
-                            python_string(&self.scratch, &mut self.buf);
-                        }
-                    }
-                }
-                return Ok(());
-            }
-            Some(b't') => {
-                self.p.literal(b"true", Value::Null)?;
-                self.buf.put(b"true");
-                return Ok(());
-            }
-            Some(b'f') => {
-                self.p.literal(b"false", Value::Null)?;
-                self.buf.put(b"false");
-                return Ok(());
-            }
-            Some(b'n') => {
-                self.p.literal(b"null", Value::Null)?;
-                self.buf.put(b"null");
-                return Ok(());
-            }
-            Some(b'N') => self.non_finite(b"NaN", f64::NAN)?,
-            Some(b'I') => self.non_finite(b"Infinity", f64::INFINITY)?,
-            Some(b'-') if self.p.bytes.get(self.p.pos + 1) == Some(&b'I') => {
-                self.non_finite(b"-Infinity", f64::NEG_INFINITY)?
-            }
-            Some(b'-' | b'0'..=b'9') => {
-                let shape = self.p.number_shape()?;
-                if verbatim_number(self.p.bytes, &shape, self.jcs) {
-                    self.buf.put(&self.p.bytes[shape.start..shape.end]);
-                    return Ok(());
-                }
-                self.p.number_value(&shape)?
-            }
-            _ => return Err(self.p.unexpected()),
-        };
-        let written = if self.jcs {
-            jcs_number(num, &mut self.buf)
-        } else {
-            python_number(num, self.allow_nan, &mut self.buf)
-        };
-        if let Err(e) = written {
-            self.refused(e);
-        }
-        Ok(())
-    }
-
-    fn non_finite(&mut self, word: &[u8], f: f64) -> Result<Num<'static>, ParseError> {
-        self.p.non_finite(word, f)?;
-        Ok(Num::Float(f))
-    }
-
     /// A value without a canonical form at the current path: kept if the writer's walk
     /// (members in key order) would meet it before the one kept so far.
     #[cold]
@@ -857,60 +525,6 @@ impl Canon<'_> {
     }
 }
 
-/// `dst.copy_from_slice(src)`, with fixed-size moves (two overlapping ones) for the short
-/// texts most members are, where a `memcpy` call would cost more than the copy.
-#[inline(always)]
-fn copy_short(dst: &mut [u8], src: &[u8]) {
-    let n = src.len();
-    if (16..=32).contains(&n) {
-        dst[..16].copy_from_slice(&src[..16]);
-        dst[n - 16..].copy_from_slice(&src[n - 16..]);
-    } else if (8..16).contains(&n) {
-        dst[..8].copy_from_slice(&src[..8]);
-        dst[n - 8..].copy_from_slice(&src[n - 8..]);
-    } else {
-        dst.copy_from_slice(src);
-    }
-}
-
-/// The value of four lowercase hex digits.
-fn lowercase_hex4(digits: &[u8]) -> Option<u32> {
-    digits.iter().try_fold(0u32, |v, &d| {
-        let d = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            _ => return None,
-        };
-        Some(v * 16 + u32::from(d))
-    })
-}
-
-/// `"text"`, for a string with nothing to escape.
-#[inline]
-fn quoted(buf: &mut Vec<u8>, text: &[u8]) {
-    buf.reserve(text.len() + 2);
-    buf.push(b'"');
-    buf.extend_from_slice(text);
-    buf.push(b'"');
-}
-
-/// The token `input[at..end]` (a printable string with its quotes: its own canonical
-/// text), copied. Short ones with one fixed-size move when the input goes on long enough
-/// (the bytes beyond the token are cut off again).
-#[inline]
-fn copy_token(buf: &mut Vec<u8>, input: &[u8], at: usize, end: usize) {
-    let len = buf.len();
-    match input.get(at..at + 32) {
-        Some(chunk) if end - at <= 32 => {
-            let mut word = [0u8; 32];
-            word.copy_from_slice(chunk);
-            buf.extend_from_slice(&word);
-            buf.truncate(len + end - at);
-        }
-        _ => buf.extend_from_slice(&input[at..end]),
-    }
-}
-
 fn has_astral(key: &[u8]) -> bool {
     key.iter().any(|&b| b >= 0xf0)
 }
@@ -935,43 +549,6 @@ fn prefix_in(bytes: &[u8], start: usize, len: usize) -> u64 {
         head[..n].copy_from_slice(&key[..n]);
         u64::from_be_bytes(head)
     }
-}
-
-/// Whether a number's own text is already its canonical text in the profile, so that
-/// converting it to binary and back can be skipped:
-///
-/// - an integer of at most 18 digits (python; it fits `i64`, which the writer prints as
-///   itself) or 15 digits (jcs; below 2^53), except `-0` (written `0`);
-/// - a decimal without exponent of at most 15 digits whose last fraction digit is not `0`,
-///   at least 1e-4 in magnitude: both profiles write it in fixed notation with the
-///   shortest digits that round-trip, and those are its own digits (any decimal of at most
-///   15 significant digits is recovered from its nearest double, so no shorter or other
-///   string of as many digits maps to that double);
-/// - in python only, a whole decimal `D.0` of at most 15 digits (`-0.0` included), which
-///   Python's `repr` writes as itself.
-///
-/// Everything else goes the long way. Tested against it (`tests/stream_differential.rs`).
-fn verbatim_number(bytes: &[u8], n: &NumberShape, jcs: bool) -> bool {
-    if n.exponent {
-        return false;
-    }
-    let int = &bytes[n.int_start..n.int_end];
-    let negative = n.start != n.int_start;
-    if n.fraction_end == n.int_end {
-        let max = if jcs { 15 } else { 18 };
-        return int.len() <= max && !(negative && int == b"0");
-    }
-    let fraction = &bytes[n.int_end + 1..n.fraction_end];
-    if int.len() + fraction.len() > 15 {
-        return false;
-    }
-    if fraction == b"0" {
-        return !jcs;
-    }
-    if fraction.last() == Some(&b'0') {
-        return false;
-    }
-    int != b"0" || fraction.iter().take_while(|&&d| d == b'0').count() <= 3
 }
 
 /// Canonical walk order of two paths (both end at a scalar, so neither is a prefix of the
