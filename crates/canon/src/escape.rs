@@ -60,11 +60,25 @@ fn jcs_word_needs_escape(w: u64) -> bool {
     below_space != 0 || has_zero_byte(w ^ (ONES * 0x22)) || has_zero_byte(w ^ (ONES * 0x5c))
 }
 
-/// Whether any of the 8 bytes in `w` ends a parser's run of plain string bytes: `"`, `\\` or
-/// a control character below 0x20 (the same test as [`jcs_word_needs_escape`]).
+/// Bit 7 of each of the 8 byte lanes of `w` (little-endian) that ends a parser's run of
+/// plain string bytes: `"`, `\\` or a control character below 0x20. Exact up to and
+/// including the first flagged lane (a borrow only flags lanes above a flagged one), which is
+/// all the parser reads: `trailing_zeros` finds where the run ends.
 #[inline]
-pub(crate) fn ends_string_run(w: u64) -> bool {
-    jcs_word_needs_escape(w)
+pub(crate) fn string_run_ends(w: u64) -> u64 {
+    let quote = w ^ (ONES * 0x22);
+    let backslash = w ^ (ONES * 0x5c);
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w;
+    let quote = quote.wrapping_sub(ONES) & !quote;
+    let backslash = backslash.wrapping_sub(ONES) & !backslash;
+    (below_space | quote | backslash) & HIGHS
+}
+
+/// Bit 7 of each lane of `w` that is 0x7F or above (not printable ASCII); exact up to the
+/// first flagged lane, as [`string_run_ends`] (a carry only flags lanes above a flagged one).
+#[inline]
+pub(crate) fn not_printable_ascii(w: u64) -> u64 {
+    (w.wrapping_add(ONES) | w) & HIGHS
 }
 
 /// The first index at or after `i` worth looking at byte by byte: skips whole 8-byte words
@@ -227,6 +241,51 @@ mod tests {
             assert_eq!(py(&s), py_want);
             let js_want = format!("\"{}\\\"é{}\"", &s[..at], &s[at + 3..]);
             assert_eq!(js(&s), js_want);
+        }
+    }
+
+    /// The parser's word masks: the first flagged lane is the first byte that ends a run
+    /// (`"`, `\\`, below 0x20) or is not printable ASCII (0x7F and up), for every byte value
+    /// in every lane, after lanes of every other byte value.
+    #[test]
+    fn run_masks_flag_the_first_byte_exactly() {
+        let ends = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        let first = |mask: u64| (mask != 0).then(|| mask.trailing_zeros() / 8);
+        for lane in 0..8usize {
+            for b in 0..=255u8 {
+                for filler in 0..=255u8 {
+                    if ends(filler) {
+                        continue;
+                    }
+                    let mut word = [filler; 8];
+                    word[lane] = b;
+                    let w = u64::from_le_bytes(word);
+                    let want_end = word.iter().position(|&x| ends(x)).map(|i| i as u32);
+                    assert_eq!(first(string_run_ends(w)), want_end, "{word:x?}");
+                    let want_wide = word.iter().position(|&x| x >= 0x7f).map(|i| i as u32);
+                    assert_eq!(first(not_printable_ascii(w)), want_wide, "{word:x?}");
+                }
+            }
+        }
+        // Words of several special bytes at once (borrows and carries between lanes).
+        let edges = [
+            0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xfe,
+            0xff,
+        ];
+        let mut state = 16u64;
+        for _ in 0..200_000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut word = [0u8; 8];
+            for (k, byte) in word.iter_mut().enumerate() {
+                *byte = edges[((state >> (k * 4 + 3)) % edges.len() as u64) as usize];
+            }
+            let w = u64::from_le_bytes(word);
+            let want_end = word.iter().position(|&x| ends(x)).map(|i| i as u32);
+            assert_eq!(first(string_run_ends(w)), want_end, "{word:x?}");
+            let want_wide = word.iter().position(|&x| x >= 0x7f).map(|i| i as u32);
+            assert_eq!(first(not_printable_ascii(w)), want_wide, "{word:x?}");
         }
     }
 

@@ -39,6 +39,16 @@ pub(crate) struct NumberShape {
     pub(crate) end: usize,
 }
 
+/// A string token as the input spells it.
+pub(crate) enum StringToken<'a> {
+    /// No escape: the input's own bytes. `printable`: all of them printable ASCII (0x20 to
+    /// 0x7E, and neither `"` nor `\\`), which neither profile escapes, so the canonical string
+    /// is these bytes between quotes.
+    Raw { text: &'a str, printable: bool },
+    /// It had escapes and was decoded into the caller's buffer.
+    Decoded,
+}
+
 enum Frame {
     Array(Vec<Value>),
     /// An object, the key awaiting its value, and where that key started (for duplicates).
@@ -382,53 +392,94 @@ impl<'a> Parser<'a> {
     fn parse_string(&mut self) -> Result<String, ParseError> {
         let mut out = String::new();
         match self.string_token(&mut out)? {
-            Some(raw) => Ok(raw.to_owned()),
-            None => Ok(out),
+            StringToken::Raw { text, .. } => Ok(text.to_owned()),
+            StringToken::Decoded => Ok(out),
         }
     }
 
-    /// The run of bytes from `pos` up to the first `"`, `\\` or control character, skipping
-    /// 8 bytes at a time where none of them can end the run, and whether it is all ASCII.
+    /// The run of bytes from `pos` up to the first `"`, `\\` or control character, and
+    /// whether every byte of it is printable ASCII (below 0x7F). Eight bytes at a time: the
+    /// first flagged lane of a word is where the run ends, found without going back byte by
+    /// byte.
     #[inline]
-    fn plain_run(&mut self) -> (&'a [u8], bool) {
+    pub(crate) fn plain_run(&mut self) -> (&'a [u8], bool) {
         let bytes = self.bytes;
         let start = self.pos;
         let mut i = start;
-        let mut high = 0u8;
+        let mut wide = 0u64;
         while let Some(chunk) = bytes.get(i..i + 8) {
             let mut word = [0u8; 8];
             word.copy_from_slice(chunk);
             let w = u64::from_le_bytes(word);
-            if crate::escape::ends_string_run(w) {
-                break;
+            let end = crate::escape::string_run_ends(w);
+            let not_printable = crate::escape::not_printable_ascii(w);
+            if end != 0 {
+                // Bit 7 of the first lane that ends the run; the lanes below it are the run's.
+                let lanes_bits = end.trailing_zeros() - 7;
+                wide |= not_printable & ((1u64 << lanes_bits) - 1);
+                i += (lanes_bits / 8) as usize;
+                self.pos = i;
+                return (&bytes[start..i], wide == 0);
             }
-            high |= u8::from(w & 0x8080_8080_8080_8080 != 0);
+            wide |= not_printable;
             i += 8;
         }
+        let mut high = u8::from(wide != 0);
         while let Some(&b) = bytes.get(i) {
             if b == b'"' || b == b'\\' || b < 0x20 {
                 break;
             }
-            high |= b & 0x80;
+            high |= u8::from(b >= 0x7f);
             i += 1;
         }
         self.pos = i;
         (&bytes[start..i], high == 0)
     }
 
-    /// A string token (`pos` at its opening quote). A string without escapes is returned as
-    /// the input's own (validated) bytes; otherwise it is decoded into `out` (cleared first)
-    /// and `None` is returned.
-    pub(crate) fn string_token(&mut self, out: &mut String) -> Result<Option<&'a str>, ParseError> {
+    /// A string token (`pos` at its opening quote). A string without escapes is the input's
+    /// own (validated) bytes; otherwise it is decoded into `out` (cleared first).
+    #[inline]
+    pub(crate) fn string_token(&mut self, out: &mut String) -> Result<StringToken<'a>, ParseError> {
+        match self.printable_string() {
+            Some(text) => Ok(StringToken::Raw {
+                text,
+                printable: true,
+            }),
+            None => self.string_token_slow(out),
+        }
+    }
+
+    /// The string token at `pos` (its opening quote) if it is one run of printable ASCII
+    /// (most are): nothing to check or decode, and neither profile escapes anything in it.
+    /// Otherwise `None`, and `pos` has not moved. Returns in registers, where the full
+    /// token's `Result` goes through memory.
+    #[inline]
+    pub(crate) fn printable_string(&mut self) -> Option<&'a str> {
         debug_assert_eq!(self.peek(), Some(b'"'));
+        let open = self.pos;
+        self.pos += 1;
+        let (run, printable) = self.plain_run();
+        if printable && self.peek() == Some(b'"') {
+            self.pos += 1;
+            // SAFETY: every byte of `run` is below 0x7F, and ASCII is valid UTF-8.
+            return Some(unsafe { std::str::from_utf8_unchecked(run) });
+        }
+        self.pos = open;
+        None
+    }
+
+    /// [`Parser::string_token`] for the strings that are not one printable run: non-ASCII
+    /// bytes to validate, escapes to decode, errors.
+    #[inline(never)]
+    fn string_token_slow(&mut self, out: &mut String) -> Result<StringToken<'a>, ParseError> {
         self.pos += 1;
         out.clear();
         let mut first = true;
         loop {
             let run_start = self.pos;
-            let (run, ascii) = self.plain_run();
-            let checked = if ascii {
-                // SAFETY: every byte of `run` is below 0x80, and ASCII is valid UTF-8.
+            let (run, printable) = self.plain_run();
+            let checked = if printable {
+                // SAFETY: every byte of `run` is below 0x7F, and ASCII is valid UTF-8.
                 Ok(unsafe { std::str::from_utf8_unchecked(run) })
             } else {
                 std::str::from_utf8(run)
@@ -443,7 +494,7 @@ impl<'a> Parser<'a> {
             };
             if first && self.peek() == Some(b'"') {
                 self.pos += 1;
-                return Ok(Some(text));
+                return Ok(StringToken::Raw { text, printable });
             }
             first = false;
             out.push_str(text);
@@ -451,7 +502,7 @@ impl<'a> Parser<'a> {
                 None => return Err(self.error("unterminated string")),
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(None);
+                    return Ok(StringToken::Decoded);
                 }
                 Some(b'\\') => self.parse_escape(out)?,
                 Some(b) => {

@@ -9,6 +9,11 @@
 //! put in the profile's key order, which is free when the input's keys were already in order.
 //! Outside any object (a top-level array) the bytes go straight on to the caller's writer.
 //!
+//! The common tokens take a short way: a string of printable ASCII, a literal, a number whose
+//! text is already canonical (and, in profile python, a string whose escapes are the ones
+//! `json.dumps` writes) are copied from the input as they are; anything else, and every error,
+//! is read again from its first byte by the parser's own code.
+//!
 //! The result is exactly `parse_with` then `write_value`, bytes and errors alike: the lexing
 //! is the parser's own code ([`Parser`]), the structure below mirrors
 //! [`Parser::parse_document`], the tokens are written by the writer's own functions, a parse
@@ -16,15 +21,19 @@
 //! one the writer's walk meets first (canonical order) is named. Tested against the two-step
 //! path on generated and mutated documents (`tests/stream_differential.rs`).
 
+mod order;
+mod tokens;
+
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::io;
 
 use crate::escape::{jcs_string, python_string};
-use crate::parser::{NumberShape, Parser};
+use crate::parser::{Parser, StringToken};
 use crate::sink::Out;
-use crate::writer::{cmp_utf16, jcs_number, python_number, Num};
-use crate::{ParseError, ParseOptions, Profile, Value, WriteError, MAX_WRITE_DEPTH};
+use crate::writer::cmp_utf16;
+use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
+use tokens::{copy_token, quoted};
 
 /// Why [`canonicalize`] stopped: the text is not JSON (first), a value has no canonical form
 /// in the profile, or the writer failed.
@@ -74,7 +83,7 @@ pub fn canonicalize<W: io::Write>(
         open_objects: 0,
         scratch: String::new(),
         order: Vec::new(),
-        targets: Vec::new(),
+        orders: Vec::new(),
         aside: Vec::new(),
         error: None,
         io_error: None,
@@ -100,14 +109,41 @@ const FLUSH_BYTES: usize = 64 * 1024;
 /// nothing).
 const SCAN_MEMBERS: usize = 32;
 
-/// One member of an open object: its key (raw UTF-8, in `keys`) and its canonical text
-/// `"key":value` (in `buf`).
+/// Where a key's decoded UTF-8 is: in the input itself when the key had no escape (nothing
+/// is copied), else in `keys` (`start` then has [`DECODED`] set). Plain words only: members
+/// are built and read on the hot path, where a flag byte beside them would cost more than
+/// the bit.
+#[derive(Clone, Copy)]
+struct KeyRef {
+    start: usize,
+    end: usize,
+}
+
+const DECODED: usize = 1 << (usize::BITS - 1);
+
+impl KeyRef {
+    #[inline]
+    fn bytes<'k>(self, input: &'k [u8], keys: &'k [u8]) -> &'k [u8] {
+        if self.start & DECODED != 0 {
+            &keys[self.start & !DECODED..self.end]
+        } else {
+            &input[self.start..self.end]
+        }
+    }
+}
+
+/// One member of an open object: its key and its canonical text `"key":value` (in `buf`).
+/// Recorded when its key is read, so the member awaiting its value is always the last one
+/// (its object's members come after those of the objects around it, and the members of an
+/// object inside its value are gone when that object closes).
 struct Member {
     /// The key's first 8 bytes, big-endian, zero-padded: orders most keys in one compare.
     prefix: u64,
-    key_start: usize,
-    key_end: usize,
+    key: KeyRef,
+    /// Where the key starts in the input (a duplicate is reported there).
+    at: usize,
     text_start: usize,
+    /// Set when the value is complete.
     text_end: usize,
 }
 
@@ -116,12 +152,6 @@ struct Obj {
     start: usize,
     first_member: usize,
     keys_start: usize,
-    /// The key awaiting its value (in `keys`), where it starts in the input, and where its
-    /// member's text starts in `buf`.
-    key_start: usize,
-    key_end: usize,
-    key_at: usize,
-    text_start: usize,
     /// Every key so far came in the profile's order (so none repeats and nothing moves).
     sorted: bool,
     /// A key has an astral char, whose UTF-16 order (profile jcs) is not its byte order.
@@ -147,16 +177,18 @@ struct Canon<'a> {
     allow_nan: bool,
     /// Canonical bytes not yet handed to the writer.
     buf: Vec<u8>,
-    /// Raw keys of the open objects' members.
+    /// Decoded keys (those with escapes) of the open objects' members.
     keys: Vec<u8>,
     members: Vec<Member>,
     frames: Vec<Frame>,
     open_objects: usize,
     /// A decoded string (one with escapes).
     scratch: String,
-    order: Vec<usize>,
-    /// Where each member of an object being reordered goes, and the members copied aside.
-    targets: Vec<usize>,
+    /// The key order of the object being reordered (indices of its members), and the last
+    /// order found for each number of members (below `order::ORDERS_KEPT`).
+    order: Vec<u32>,
+    orders: Vec<Vec<u32>>,
+    /// The members of an object being reordered, copied aside.
     aside: Vec<u8>,
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
@@ -215,21 +247,16 @@ impl Canon<'_> {
                     } else {
                         self.buf.byte(b'{');
                         let start = self.buf.len();
-                        let keys_start = self.keys.len();
-                        let (key_start, key_end, key_at) = self.key()?;
                         self.open_objects += 1;
                         self.frames.push(Frame::Object(Obj {
                             start,
                             first_member: self.members.len(),
-                            keys_start,
-                            key_start,
-                            key_end,
-                            key_at,
-                            text_start: start,
+                            keys_start: self.keys.len(),
                             sorted: true,
                             astral: false,
                             seen: None,
                         }));
+                        self.key(start)?;
                         continue;
                     }
                 }
@@ -264,19 +291,12 @@ impl Canon<'_> {
                                 self.p.pos += 1;
                                 self.p.skip_whitespace();
                                 self.buf.byte(b',');
-                                let text_start = self.buf.len();
-                                let (key_start, key_end, key_at) = self.key()?;
-                                if let Some(Frame::Object(obj)) = self.frames.last_mut() {
-                                    obj.key_start = key_start;
-                                    obj.key_end = key_end;
-                                    obj.key_at = key_at;
-                                    obj.text_start = text_start;
-                                }
+                                self.key(self.buf.len())?;
                                 break;
                             }
                             Some(b'}') => {
                                 self.p.pos += 1;
-                                self.close_object();
+                                self.close_object(out);
                             }
                             _ => return Err(self.p.expected("',' or '}' in an object")),
                         }
@@ -287,31 +307,81 @@ impl Canon<'_> {
     }
 
     /// A key and its `:` (whitespace before it already skipped), as the parser's
-    /// `parse_key`; keeps the raw key in `keys` and writes `"key":` to `buf`. Returns where
-    /// the key is in `keys` and where it started in the input.
-    fn key(&mut self) -> Result<(usize, usize, usize), ParseError> {
+    /// `parse_key`, for the innermost open object: writes `"key":` to `buf` (the member's
+    /// text starts at `text_start`), keeps the decoded key in `keys` if it had escapes, and
+    /// records the member.
+    fn key(&mut self, text_start: usize) -> Result<(), ParseError> {
         if self.p.peek() != Some(b'"') {
             return Err(self.p.expected("a string key"));
         }
         let at = self.p.pos;
-        let key_start = self.keys.len();
-        let key: &str = match self.p.string_token(&mut self.scratch)? {
-            Some(raw) => raw,
-            None => &self.scratch,
-        };
-        self.keys.extend_from_slice(key.as_bytes());
-        if self.jcs {
-            jcs_string(key, &mut self.buf);
+        let (key, prefix, astral) = if let Some(text) = self.p.printable_string() {
+            copy_token(&mut self.buf, self.p.bytes, at, self.p.pos);
+            let start = at + 1;
+            let prefix = prefix_in(self.p.bytes, start, text.len());
+            let key = KeyRef {
+                start,
+                end: start + text.len(),
+            };
+            (key, prefix, false)
         } else {
-            python_string(key, &mut self.buf);
-        }
+            self.key_token(at)?
+        };
         self.p.skip_whitespace();
         if self.p.peek() != Some(b':') {
             return Err(self.p.expected("':' after an object key"));
         }
         self.p.pos += 1;
         self.buf.byte(b':');
-        Ok((key_start, self.keys.len(), at))
+        if astral {
+            if let Some(Frame::Object(obj)) = self.frames.last_mut() {
+                obj.astral = true;
+            }
+        }
+        self.members.push(Member {
+            prefix,
+            key,
+            at,
+            text_start,
+            text_end: text_start,
+        });
+        Ok(())
+    }
+
+    /// A key that is not one printable run, at `at`: its canonical text in `buf`; where it
+    /// is, its prefix, and whether it has an astral char.
+    #[inline(never)]
+    fn key_token(&mut self, at: usize) -> Result<(KeyRef, u64, bool), ParseError> {
+        Ok(match self.p.string_token(&mut self.scratch)? {
+            StringToken::Raw { text, printable } => {
+                let key = KeyRef {
+                    start: at + 1,
+                    end: at + 1 + text.len(),
+                };
+                if printable || self.jcs {
+                    quoted(&mut self.buf, text.as_bytes());
+                } else {
+                    python_string(text, &mut self.buf);
+                }
+                let astral = self.jcs && !printable && has_astral(text.as_bytes());
+                (key, prefix_in(self.p.bytes, key.start, text.len()), astral)
+            }
+            StringToken::Decoded => {
+                let start = self.keys.len();
+                self.keys.extend_from_slice(self.scratch.as_bytes());
+                if self.jcs {
+                    jcs_string(&self.scratch, &mut self.buf);
+                } else {
+                    python_string(&self.scratch, &mut self.buf);
+                }
+                let key = KeyRef {
+                    start: start | DECODED,
+                    end: self.keys.len(),
+                };
+                let astral = self.jcs && has_astral(self.scratch.as_bytes());
+                (key, prefix_in(&self.keys, start, key.end - start), astral)
+            }
+        })
     }
 
     /// The profile's key order.
@@ -329,206 +399,119 @@ impl Canon<'_> {
 
     /// [`Canon::key_cmp`] of two members: by their prefixes first, where byte order is the
     /// profile's order (no astral key in the object, or profile python).
-    fn member_cmp(by_bytes: bool, keys: &[u8], a: &Member, b: &Member) -> Ordering {
-        if by_bytes {
-            let o = a.prefix.cmp(&b.prefix);
-            if o != Ordering::Equal {
-                return o;
-            }
+    #[inline(always)]
+    fn member_cmp(by_bytes: bool, input: &[u8], keys: &[u8], a: &Member, b: &Member) -> Ordering {
+        if by_bytes && a.prefix != b.prefix {
+            return a.prefix.cmp(&b.prefix);
         }
+        Self::member_cmp_keys(by_bytes, input, keys, a, b)
+    }
+
+    /// [`Canon::member_cmp`] when the prefixes do not decide.
+    #[inline(never)]
+    fn member_cmp_keys(
+        by_bytes: bool,
+        input: &[u8],
+        keys: &[u8],
+        a: &Member,
+        b: &Member,
+    ) -> Ordering {
         Self::key_cmp(
             !by_bytes,
-            &keys[a.key_start..a.key_end],
-            &keys[b.key_start..b.key_end],
+            a.key.bytes(input, keys),
+            b.key.bytes(input, keys),
         )
     }
 
-    /// The value of the pending member is complete: refuse a duplicate key (at the key's
-    /// position, as the parser does when it inserts the member) and record the member.
+    /// The value of the pending member (the last one) is complete: refuse a duplicate key
+    /// (at the key's position, as the parser does when it inserts the member).
     fn member_done(&mut self) -> Result<(), ParseError> {
         let Some(Frame::Object(obj)) = self.frames.last_mut() else {
             return Ok(());
         };
-        let key = &self.keys[obj.key_start..obj.key_end];
-        let mut head = [0u8; 8];
-        let n = key.len().min(8);
-        head[..n].copy_from_slice(&key[..n]);
-        let member = Member {
-            prefix: u64::from_be_bytes(head),
-            key_start: obj.key_start,
-            key_end: obj.key_end,
-            text_start: obj.text_start,
-            text_end: self.buf.len(),
+        let end = self.buf.len();
+        let Some((member, earlier)) = self.members[obj.first_member..].split_last_mut() else {
+            return Ok(());
         };
-        if self.jcs && !obj.astral && key.iter().any(|&b| b >= 0xf0) {
-            obj.astral = true;
-        }
-        let earlier = &self.members[obj.first_member..];
+        member.text_end = end;
+        let member = &*member;
+        let input = self.p.bytes;
         if obj.sorted {
             if let Some(last) = earlier.last() {
                 let by_bytes = !obj.astral;
-                if Self::member_cmp(by_bytes, &self.keys, last, &member) != Ordering::Less {
+                if Self::member_cmp(by_bytes, input, &self.keys, last, member) != Ordering::Less {
                     obj.sorted = false;
                 }
             }
         }
         if !obj.sorted {
+            let keys = &self.keys;
+            let key = member.key.bytes(input, keys);
             let duplicate = if obj.seen.is_none() && earlier.len() <= SCAN_MEMBERS {
                 earlier
                     .iter()
-                    .any(|m| m.prefix == member.prefix && &self.keys[m.key_start..m.key_end] == key)
+                    .any(|m| m.prefix == member.prefix && m.key.bytes(input, keys) == key)
             } else {
-                let keys = &self.keys;
                 let seen = obj.seen.get_or_insert_with(|| {
                     earlier
                         .iter()
-                        .map(|m| keys[m.key_start..m.key_end].into())
+                        .map(|m| m.key.bytes(input, keys).into())
                         .collect()
                 });
                 !seen.insert(key.into())
             };
             if duplicate {
-                let at = obj.key_at;
                 let message = format!("duplicate key {:?}", String::from_utf8_lossy(key));
-                return Err(self.p.error_at(at, message));
+                return Err(self.p.error_at(member.at, message));
             }
         }
-        self.members.push(member);
         Ok(())
     }
 
     /// `}`: puts the members in key order if they did not come so, and forgets them.
-    fn close_object(&mut self) {
+    fn close_object<W: io::Write>(&mut self, out: &mut W) {
         let Some(Frame::Object(obj)) = self.frames.pop() else {
             return;
         };
-        let members = &self.members[obj.first_member..];
+        self.open_objects -= 1;
         if !obj.sorted {
-            let keys = &self.keys;
-            let by_bytes = !obj.astral;
-            self.order.clear();
-            self.order.extend(0..members.len());
-            self.order.sort_unstable_by(|&a, &b| {
-                Self::member_cmp(by_bytes, keys, &members[a], &members[b])
-            });
-            // Same members, same number of commas: the object keeps its length. The largest
-            // member moves within the buffer (memmove); only the others are copied aside
-            // first, so a huge member (a large array) is never held twice.
-            let largest = (0..members.len())
-                .max_by_key(|&i| members[i].text_end - members[i].text_start)
-                .unwrap_or(0);
-            self.aside.clear();
-            for (i, m) in members.iter().enumerate() {
-                if i != largest {
-                    self.aside
-                        .extend_from_slice(&self.buf[m.text_start..m.text_end]);
-                }
-            }
-            // Where each member goes, in key order.
-            self.targets.clear();
-            self.targets.resize(members.len(), 0);
-            let mut at = obj.start;
-            for &m in &self.order {
-                self.targets[m] = at;
-                at += members[m].text_end - members[m].text_start + 1;
-            }
-            let big = &members[largest];
-            self.buf
-                .copy_within(big.text_start..big.text_end, self.targets[largest]);
-            let mut from = 0;
-            for (i, m) in members.iter().enumerate() {
-                let len = m.text_end - m.text_start;
-                if i != largest {
-                    let to = self.targets[i];
-                    self.buf[to..to + len].copy_from_slice(&self.aside[from..from + len]);
-                    from += len;
-                }
-                let after = self.targets[i] + len;
-                if after < self.buf.len() {
-                    // A comma after every member but the last in key order (that position
-                    // is the object's end, where `}` goes next).
-                    self.buf[after] = b',';
-                }
+            self.find_order(obj.first_member, !obj.astral);
+            if self.open_objects == 0 && self.buf.len() - obj.start >= FLUSH_BYTES {
+                self.write_in_order(obj.start, obj.first_member, out);
+            } else {
+                self.reorder(obj.start, obj.first_member);
             }
         }
         self.members.truncate(obj.first_member);
         self.keys.truncate(obj.keys_start);
-        self.open_objects -= 1;
         self.buf.byte(b'}');
-    }
-
-    /// As the parser's `parse_scalar`, writing the token.
-    fn scalar(&mut self) -> Result<(), ParseError> {
-        let num = match self.p.peek() {
-            Some(b'"') => {
-                let s: &str = match self.p.string_token(&mut self.scratch)? {
-                    Some(raw) => raw,
-                    None => &self.scratch,
-                };
-                if self.jcs {
-                    jcs_string(s, &mut self.buf);
-                } else {
-                    python_string(s, &mut self.buf);
-                }
-                return Ok(());
-            }
-            Some(b't') => {
-                self.p.literal(b"true", Value::Null)?;
-                self.buf.put(b"true");
-                return Ok(());
-            }
-            Some(b'f') => {
-                self.p.literal(b"false", Value::Null)?;
-                self.buf.put(b"false");
-                return Ok(());
-            }
-            Some(b'n') => {
-                self.p.literal(b"null", Value::Null)?;
-                self.buf.put(b"null");
-                return Ok(());
-            }
-            Some(b'N') => self.non_finite(b"NaN", f64::NAN)?,
-            Some(b'I') => self.non_finite(b"Infinity", f64::INFINITY)?,
-            Some(b'-') if self.p.bytes.get(self.p.pos + 1) == Some(&b'I') => {
-                self.non_finite(b"-Infinity", f64::NEG_INFINITY)?
-            }
-            Some(b'-' | b'0'..=b'9') => {
-                let shape = self.p.number_shape()?;
-                if verbatim_number(self.p.bytes, &shape, self.jcs) {
-                    self.buf.put(&self.p.bytes[shape.start..shape.end]);
-                    return Ok(());
-                }
-                self.p.number_value(&shape)?
-            }
-            _ => return Err(self.p.unexpected()),
-        };
-        let written = if self.jcs {
-            jcs_number(num, &mut self.buf)
-        } else {
-            python_number(num, self.allow_nan, &mut self.buf)
-        };
-        if let Err(e) = written {
-            self.refused(e);
-        }
-        Ok(())
-    }
-
-    fn non_finite(&mut self, word: &[u8], f: f64) -> Result<Num<'static>, ParseError> {
-        self.p.non_finite(word, f)?;
-        Ok(Num::Float(f))
     }
 
     /// A value without a canonical form at the current path: kept if the writer's walk
     /// (members in key order) would meet it before the one kept so far.
     #[cold]
     fn refused(&mut self, e: Box<WriteError>) {
+        // An object's pending member is the one just before the next object's first member,
+        // or the last member when no object is open inside it.
+        let mut pending = vec![0; self.frames.len()];
+        let mut next_first = self.members.len();
+        for (slot, f) in pending.iter_mut().zip(&self.frames).rev() {
+            if let Frame::Object(obj) = f {
+                *slot = next_first - 1;
+                next_first = obj.first_member;
+            }
+        }
         let path: Vec<Seg> = self
             .frames
             .iter()
-            .map(|f| match f {
+            .zip(pending)
+            .map(|(f, pending)| match f {
                 Frame::Array(i) => Seg::Index(*i),
-                Frame::Object(obj) => Seg::Key(
-                    String::from_utf8_lossy(&self.keys[obj.key_start..obj.key_end]).into_owned(),
+                Frame::Object(_) => Seg::Key(
+                    String::from_utf8_lossy(
+                        self.members[pending].key.bytes(self.p.bytes, &self.keys),
+                    )
+                    .into_owned(),
                 ),
             })
             .collect();
@@ -542,41 +525,30 @@ impl Canon<'_> {
     }
 }
 
-/// Whether a number's own text is already its canonical text in the profile, so that
-/// converting it to binary and back can be skipped:
-///
-/// - an integer of at most 18 digits (python; it fits `i64`, which the writer prints as
-///   itself) or 15 digits (jcs; below 2^53), except `-0` (written `0`);
-/// - a decimal without exponent of at most 15 digits whose last fraction digit is not `0`,
-///   at least 1e-4 in magnitude: both profiles write it in fixed notation with the
-///   shortest digits that round-trip, and those are its own digits (any decimal of at most
-///   15 significant digits is recovered from its nearest double, so no shorter or other
-///   string of as many digits maps to that double);
-/// - in python only, a whole decimal `D.0` of at most 15 digits (`-0.0` included), which
-///   Python's `repr` writes as itself.
-///
-/// Everything else goes the long way. Tested against it (`tests/stream_differential.rs`).
-fn verbatim_number(bytes: &[u8], n: &NumberShape, jcs: bool) -> bool {
-    if n.exponent {
-        return false;
+fn has_astral(key: &[u8]) -> bool {
+    key.iter().any(|&b| b >= 0xf0)
+}
+
+/// The first 8 bytes of `bytes[start..start + len]`, big-endian, zero-padded.
+#[inline]
+fn prefix_in(bytes: &[u8], start: usize, len: usize) -> u64 {
+    if let Some(chunk) = bytes.get(start..start + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_be_bytes(word);
+        if len >= 8 {
+            w
+        } else {
+            // Keep the key's `len` leading bytes (none when `len` is 0).
+            w & !(u64::MAX >> (8 * len))
+        }
+    } else {
+        let key = &bytes[start..start + len];
+        let mut head = [0u8; 8];
+        let n = len.min(8);
+        head[..n].copy_from_slice(&key[..n]);
+        u64::from_be_bytes(head)
     }
-    let int = &bytes[n.int_start..n.int_end];
-    let negative = n.start != n.int_start;
-    if n.fraction_end == n.int_end {
-        let max = if jcs { 15 } else { 18 };
-        return int.len() <= max && !(negative && int == b"0");
-    }
-    let fraction = &bytes[n.int_end + 1..n.fraction_end];
-    if int.len() + fraction.len() > 15 {
-        return false;
-    }
-    if fraction == b"0" {
-        return !jcs;
-    }
-    if fraction.last() == Some(&b'0') {
-        return false;
-    }
-    int != b"0" || fraction.iter().take_while(|&&d| d == b'0').count() <= 3
 }
 
 /// Canonical walk order of two paths (both end at a scalar, so neither is a prefix of the

@@ -322,3 +322,136 @@ fn numbers_copied_or_converted_alike() {
         check(format!("[{t}]").as_bytes(), &mut counts);
     }
 }
+
+/// Strings and keys whose plain run ends at every offset of the 8-byte words the lexer reads,
+/// on every kind of byte that ends it or makes it need escaping (0x7F, 0x1F, `"`, `\`,
+/// non-ASCII, an escape), also where fewer than 8 bytes of input are left.
+#[test]
+fn strings_and_keys_at_run_edges() {
+    let mut counts = [0; 3];
+    let enders: &[&str] = &[
+        "\u{7f}",
+        "\u{1f}",
+        "\u{0}",
+        "\\\"",
+        "\\\\",
+        "\\u0041",
+        "\\u007f",
+        "\\ud83d\\ude00",
+        "\u{e9}",
+        "\u{1f600}",
+        "\u{2028}",
+        "~",
+        " ",
+        "\"",
+        "\\",
+        "\\x",
+        "\\u00e9",
+        "\\u00E9",
+        "\\u0008",
+        "\\u000a",
+        "\\u001f",
+        "\\u0000",
+        "\\u0022",
+        "\\u005c",
+        "\\u007e",
+        "\\u0080",
+        "\\uffff",
+        "\\u2028",
+        "\\ud800",
+        "\\udc00",
+        "\\ud83d\\ude00",
+        "\\u12",
+        "\\u12g4",
+        "\\/",
+        "\\n\\t\\b\\f\\r",
+        "\\u00e9\\u20ac\\\"",
+        "\\u00e9\u{e9}",
+    ];
+    for len in 0..20 {
+        let run: String = "abcdefghijklmnopqrstuvwxyz".chars().take(len).collect();
+        for ender in enders {
+            for tail in ["", "z", "tail"] {
+                let s = format!("{run}{ender}{tail}");
+                for text in [
+                    format!("\"{s}\""),
+                    format!("[\"{s}\"]"),
+                    format!("{{\"{s}\":1,\"a\":\"{s}\"}}"),
+                    format!("{{\"~\":0,\"{s}\":[\"{run}\"]}}"),
+                    // Cut short: unterminated at every length.
+                    format!("[\"{s}"),
+                ] {
+                    check(text.as_bytes(), &mut counts);
+                }
+            }
+        }
+        // A lone byte that is not UTF-8 right after the run.
+        for bad_byte in [&b"\xff"[..], b"\xc3", b"\xe2\x82"] {
+            let mut bad = format!("[\"{run}").into_bytes();
+            bad.extend_from_slice(bad_byte);
+            bad.extend_from_slice(b"\"]");
+            check(&bad, &mut counts);
+        }
+    }
+    // Strings have no value errors: bytes and parse errors, many of each.
+    assert!(counts[0] > 10_000 && counts[1] > 10_000, "{counts:?}");
+}
+
+/// Records of one shape (the same keys in the same order) and, among them, records with
+/// as many members in another order, a different key, a duplicate, or a value without a
+/// canonical form: the key order remembered from one record must never be used for another
+/// that it does not fit.
+#[test]
+fn records_of_one_shape() {
+    let mut counts = [0; 3];
+    let record = |keys: &[&str], i: usize| {
+        let members: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, key)| format!("\"{key}\":{}", i * 10 + k))
+            .collect();
+        format!("{{{}}}", members.join(","))
+    };
+    let shapes: &[&[&str]] = &[
+        &["ip", "os", "ports", "services", "compromised", "risk"],
+        &["os", "ip", "ports", "services", "compromised", "risk"],
+        &["ip", "os", "ports", "services", "compromised", "riskier"],
+        &[
+            "ip",
+            "os",
+            "ports",
+            "services",
+            "compromised",
+            "compromised",
+        ],
+        &["b", "a"],
+        &["a", "b"],
+        &["b", "c"],
+        &["\u{e9}", "e"],
+        &["\u{1f600}", "\u{e000}"],
+    ];
+    let mut rng = Rng(7);
+    for _ in 0..200 {
+        let n = 1 + rng.below(6) as usize;
+        let rows: Vec<String> = (0..n)
+            .map(|i| record(shapes[rng.below(shapes.len() as u64) as usize], i))
+            .collect();
+        check(format!("[{}]", rows.join(",")).as_bytes(), &mut counts);
+        check(
+            format!("{{\"z\":[{}],\"a\":NaN}}", rows.join(",")).as_bytes(),
+            &mut counts,
+        );
+    }
+    // A value error inside a record nested in records: the pointer names the pending keys.
+    for text in [
+        "{\"b\":{\"y\":[1,{\"z\":NaN}],\"x\":1},\"a\":[2]}",
+        "{\"b\":{\"y\":[1,{\"z\":NaN}],\"x\":1},\"a\":[Infinity]}",
+        "[{\"k\\u0041\":{\"q\":[NaN]}},{\"k\":NaN}]",
+    ] {
+        check(text.as_bytes(), &mut counts);
+    }
+    assert!(
+        counts[0] > 100 && counts[1] > 100 && counts[2] > 100,
+        "{counts:?}"
+    );
+}
