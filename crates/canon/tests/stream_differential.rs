@@ -4,7 +4,9 @@
 //! integers, deep nesting, long arrays across the flush size) and for mutations of them
 //! (bytes deleted, inserted or replaced), which reach the parser's error paths.
 
-use lockstep_canon::{canonicalize, parse_with, to_vec, CanonError, ParseOptions, Profile};
+use lockstep_canon::{
+    canonicalize, canonicalize_tail_first, parse_with, to_vec, CanonError, ParseOptions, Profile,
+};
 
 struct Rng(u64);
 
@@ -165,15 +167,38 @@ fn two_step(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec
 
 fn one_pass(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    match canonicalize(text, options, profile, &mut out) {
-        Ok(()) => Ok(out),
-        Err(CanonError::Parse(e)) => Err(format!("parse: {e}")),
-        Err(CanonError::Value(e)) => Err(format!("value: {e}")),
-        Err(CanonError::Io(e)) => Err(format!("io: {e}")),
+    worded(canonicalize(text, options, profile, &mut out)).map(|()| out)
+}
+
+/// The one pass split in two (the second part read first, `early` or not; see
+/// `stream/split.rs`), forced on documents of any size; and whether the second part was
+/// taken.
+fn split_pass(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    early: bool,
+) -> (Result<Vec<u8>, String>, bool) {
+    let mut out = Vec::new();
+    match worded(canonicalize_tail_first(
+        text, options, profile, &mut out, early,
+    )) {
+        Ok(taken) => (Ok(out), taken),
+        Err(e) => (Err(e), false),
     }
 }
 
-fn check(text: &[u8], counts: &mut [usize; 3]) {
+fn worded<T>(result: Result<T, CanonError>) -> Result<T, String> {
+    result.map_err(|e| match e {
+        CanonError::Parse(e) => format!("parse: {e}"),
+        CanonError::Value(e) => format!("value: {e}"),
+        CanonError::Io(e) => format!("io: {e}"),
+    })
+}
+
+/// Counts outcomes: canonical bytes, parse errors, value errors, and second parts taken
+/// (whole, early).
+fn check(text: &[u8], counts: &mut [usize; 5]) {
     for allow_nan in [false, true] {
         for max_depth in [256, 4] {
             let options = ParseOptions {
@@ -189,6 +214,17 @@ fn check(text: &[u8], counts: &mut [usize; 3]) {
                     "{profile} allow_nan={allow_nan} max_depth={max_depth} on {:?}",
                     String::from_utf8_lossy(text)
                 );
+                for early in [false, true] {
+                    let (split, taken) = split_pass(text, &options, profile, early);
+                    counts[3 + usize::from(early)] += usize::from(taken);
+                    assert_eq!(
+                        split,
+                        want,
+                        "split (early {early}): {profile} allow_nan={allow_nan} \
+                         max_depth={max_depth} on {:?}",
+                        String::from_utf8_lossy(text)
+                    );
+                }
                 counts[match &want {
                     Ok(_) => 0,
                     Err(e) if e.starts_with("parse") => 1,
@@ -202,7 +238,7 @@ fn check(text: &[u8], counts: &mut [usize; 3]) {
 #[test]
 fn one_pass_equals_parse_then_write() {
     let mut rng = Rng(16);
-    let mut counts = [0usize; 3];
+    let mut counts = [0usize; 5];
     for _ in 0..4000 {
         let mut text = String::new();
         gen(&mut rng, 0, &mut text);
@@ -210,8 +246,9 @@ fn one_pass_equals_parse_then_write() {
         let bad = mutate(&mut rng, text.as_bytes());
         check(&bad, &mut counts);
     }
-    // Every outcome was exercised many times: canonical bytes, parse errors, value errors.
-    assert!(counts.iter().all(|&n| n > 2000), "{counts:?}");
+    // Every outcome was exercised many times: canonical bytes, parse errors, value errors,
+    // and a second part taken from the split, whole or early.
+    assert!(counts.iter().all(|&n| n > 1000), "{counts:?}");
 }
 
 #[test]
@@ -234,7 +271,7 @@ fn fixed_cases() {
         b"[[[[[[]]]]]]",
         b"{\"k\":9007199254740993}",
     ];
-    let mut counts = [0; 3];
+    let mut counts = [0; 5];
     for text in cases {
         check(text, &mut counts);
     }
@@ -250,7 +287,7 @@ fn fixed_cases() {
 /// Long arrays go to the writer in pieces; an object or an error after many pieces.
 #[test]
 fn long_documents_across_flushes() {
-    let mut counts = [0; 3];
+    let mut counts = [0; 5];
     let items: Vec<String> = (0..40_000).map(|i| format!("{}.5", i)).collect();
     let body = items.join(",");
     for text in [
@@ -270,7 +307,7 @@ fn long_documents_across_flushes() {
 #[test]
 fn numbers_copied_or_converted_alike() {
     let mut rng = Rng(1616);
-    let mut counts = [0; 3];
+    let mut counts = [0; 5];
     let digits = |rng: &mut Rng, n: u64, out: &mut String| {
         for _ in 0..n {
             let d = match rng.below(4) {
@@ -328,7 +365,7 @@ fn numbers_copied_or_converted_alike() {
 /// non-ASCII, an escape), also where fewer than 8 bytes of input are left.
 #[test]
 fn strings_and_keys_at_run_edges() {
-    let mut counts = [0; 3];
+    let mut counts = [0; 5];
     let enders: &[&str] = &[
         "\u{7f}",
         "\u{1f}",
@@ -403,7 +440,7 @@ fn strings_and_keys_at_run_edges() {
 /// that it does not fit.
 #[test]
 fn records_of_one_shape() {
-    let mut counts = [0; 3];
+    let mut counts = [0; 5];
     let record = |keys: &[&str], i: usize| {
         let members: Vec<String> = keys
             .iter()
