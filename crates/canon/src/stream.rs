@@ -25,7 +25,7 @@ mod order;
 mod split;
 mod tokens;
 
-pub use split::SPLIT_MIN;
+pub use split::{TailFirst, SPLIT_MIN};
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -83,29 +83,29 @@ pub fn canonicalize_split_from<W: io::Write>(
     } else if split::worth_splitting(text.len(), min_len) {
         split::canonicalize_on_two_threads(text, options, profile, out)
     } else {
-        Canon::new(text, options, profile, None)
+        Canon::new(text, options, profile, split::Role::Alone)
             .run(out)
             .map(|()| false)
     }
 }
 
 /// [`canonicalize`] split in two without a second thread, whatever the size: the second
-/// part is read first, so that tests see the same split every time (`early`: as if the
-/// first thread had come for it at once; see `stream/split.rs`). Says whether the second
-/// part was used. For tests; not a stable interface.
+/// part is read first, so that tests see the same split every time, and handed over as
+/// `how` says (see `stream/split.rs`). Says whether the second part was used. For tests;
+/// not a stable interface.
 #[doc(hidden)]
 pub fn canonicalize_tail_first<W: io::Write>(
     text: &[u8],
     options: &ParseOptions,
     profile: Profile,
     out: &mut W,
-    early: bool,
+    how: TailFirst,
 ) -> Result<bool, CanonError> {
     if options.max_depth > MAX_WRITE_DEPTH {
         deeper_than_the_writer(text, options, profile, out)?;
         return Ok(false);
     }
-    split::canonicalize_tail_first(text, options, profile, out, early)
+    split::canonicalize_tail_first(text, options, profile, out, how)
 }
 
 /// Deeper than the writer goes: lets the two-step path word that error.
@@ -215,25 +215,20 @@ struct Canon<'a> {
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
     io_error: Option<io::Error>,
-    /// The other thread of a split document (see `stream/split.rs`).
-    link: Option<&'a split::Link>,
-    /// This is the second thread: it reads the rest of one container, from a separator on.
-    tail: bool,
-    /// How many frames the tail's container is (1), where it stops; 0 for the whole
-    /// document, which ends with its last frame.
+    /// This thread's part in a split document (see `stream/split.rs`).
+    split: split::Role<'a>,
+    /// How many frames the second thread's container is (1), where it stops; 0 for the
+    /// whole document, which ends with its last frame.
     base: usize,
-    /// The tail stopped early, at one of its container's separators, because the first
-    /// thread reached its start.
-    stopped: bool,
 }
 
 impl<'a> Canon<'a> {
-    /// A canonicaliser of the whole `text` (`link`: the thread that does its second half).
+    /// A canonicaliser of `text`, alone or as one of the two threads of a split.
     fn new(
         text: &'a [u8],
         options: &ParseOptions,
         profile: Profile,
-        link: Option<&'a split::Link>,
+        split: split::Role<'a>,
     ) -> Self {
         Canon {
             p: Parser::new(text, *options),
@@ -254,10 +249,8 @@ impl<'a> Canon<'a> {
             aside: Vec::new(),
             error: None,
             io_error: None,
-            link,
-            tail: false,
+            split,
             base: 0,
-            stopped: false,
         }
     }
 
@@ -361,7 +354,7 @@ impl Canon<'_> {
                             if self.open_objects == 0 && self.buf.len() >= FLUSH_BYTES {
                                 self.flush(out);
                             }
-                            if self.link.is_some() && self.at_separator()? {
+                            if self.split.is_linked() && self.at_separator()? {
                                 continue;
                             }
                             break;
@@ -382,7 +375,7 @@ impl Canon<'_> {
                             Some(b',') => {
                                 self.p.pos += 1;
                                 self.buf.byte(b',');
-                                if self.link.is_some() && self.at_separator()? {
+                                if self.split.is_linked() && self.at_separator()? {
                                     continue;
                                 }
                                 self.p.skip_whitespace();

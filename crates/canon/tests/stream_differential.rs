@@ -6,6 +6,7 @@
 
 use lockstep_canon::{
     canonicalize, canonicalize_tail_first, parse_with, to_vec, CanonError, ParseOptions, Profile,
+    TailFirst,
 };
 
 struct Rng(u64);
@@ -170,18 +171,18 @@ fn one_pass(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec
     worded(canonicalize(text, options, profile, &mut out)).map(|()| out)
 }
 
-/// The one pass split in two (the second part read first, `early` or not; see
+/// The one pass split in two (the second part read first and handed over as `how` says; see
 /// `stream/split.rs`), forced on documents of any size; and whether the second part was
 /// taken.
 fn split_pass(
     text: &[u8],
     options: &ParseOptions,
     profile: Profile,
-    early: bool,
+    how: TailFirst,
 ) -> (Result<Vec<u8>, String>, bool) {
     let mut out = Vec::new();
     match worded(canonicalize_tail_first(
-        text, options, profile, &mut out, early,
+        text, options, profile, &mut out, how,
     )) {
         Ok(taken) => (Ok(out), taken),
         Err(e) => (Err(e), false),
@@ -197,8 +198,8 @@ fn worded<T>(result: Result<T, CanonError>) -> Result<T, String> {
 }
 
 /// Counts outcomes: canonical bytes, parse errors, value errors, and second parts taken
-/// (whole, early).
-fn check(text: &[u8], counts: &mut [usize; 5]) {
+/// (whole, early, late).
+fn check(text: &[u8], counts: &mut [usize; 6]) {
     for allow_nan in [false, true] {
         for max_depth in [256, 4] {
             let options = ParseOptions {
@@ -214,13 +215,16 @@ fn check(text: &[u8], counts: &mut [usize; 5]) {
                     "{profile} allow_nan={allow_nan} max_depth={max_depth} on {:?}",
                     String::from_utf8_lossy(text)
                 );
-                for early in [false, true] {
-                    let (split, taken) = split_pass(text, &options, profile, early);
-                    counts[3 + usize::from(early)] += usize::from(taken);
+                for (i, how) in [TailFirst::Whole, TailFirst::Early, TailFirst::Late]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let (split, taken) = split_pass(text, &options, profile, how);
+                    counts[3 + i] += usize::from(taken);
                     assert_eq!(
                         split,
                         want,
-                        "split (early {early}): {profile} allow_nan={allow_nan} \
+                        "split ({how:?}): {profile} allow_nan={allow_nan} \
                          max_depth={max_depth} on {:?}",
                         String::from_utf8_lossy(text)
                     );
@@ -238,7 +242,7 @@ fn check(text: &[u8], counts: &mut [usize; 5]) {
 #[test]
 fn one_pass_equals_parse_then_write() {
     let mut rng = Rng(16);
-    let mut counts = [0usize; 5];
+    let mut counts = [0usize; 6];
     for _ in 0..4000 {
         let mut text = String::new();
         gen(&mut rng, 0, &mut text);
@@ -247,8 +251,10 @@ fn one_pass_equals_parse_then_write() {
         check(&bad, &mut counts);
     }
     // Every outcome was exercised many times: canonical bytes, parse errors, value errors,
-    // and a second part taken from the split, whole or early.
-    assert!(counts.iter().all(|&n| n > 1000), "{counts:?}");
+    // and a second part taken from the split, whole, early or late.
+    assert!(counts[..3].iter().all(|&n| n > 2000), "{counts:?}");
+    // (taken late needs a separator after the part's start: fewer small documents have one)
+    assert!(counts[3..].iter().all(|&n| n > 300), "{counts:?}");
 }
 
 #[test]
@@ -271,7 +277,7 @@ fn fixed_cases() {
         b"[[[[[[]]]]]]",
         b"{\"k\":9007199254740993}",
     ];
-    let mut counts = [0; 5];
+    let mut counts = [0; 6];
     for text in cases {
         check(text, &mut counts);
     }
@@ -287,7 +293,7 @@ fn fixed_cases() {
 /// Long arrays go to the writer in pieces; an object or an error after many pieces.
 #[test]
 fn long_documents_across_flushes() {
-    let mut counts = [0; 5];
+    let mut counts = [0; 6];
     let items: Vec<String> = (0..40_000).map(|i| format!("{}.5", i)).collect();
     let body = items.join(",");
     for text in [
@@ -307,7 +313,7 @@ fn long_documents_across_flushes() {
 #[test]
 fn numbers_copied_or_converted_alike() {
     let mut rng = Rng(1616);
-    let mut counts = [0; 5];
+    let mut counts = [0; 6];
     let digits = |rng: &mut Rng, n: u64, out: &mut String| {
         for _ in 0..n {
             let d = match rng.below(4) {
@@ -365,7 +371,7 @@ fn numbers_copied_or_converted_alike() {
 /// non-ASCII, an escape), also where fewer than 8 bytes of input are left.
 #[test]
 fn strings_and_keys_at_run_edges() {
-    let mut counts = [0; 5];
+    let mut counts = [0; 6];
     let enders: &[&str] = &[
         "\u{7f}",
         "\u{1f}",
@@ -440,7 +446,7 @@ fn strings_and_keys_at_run_edges() {
 /// that it does not fit.
 #[test]
 fn records_of_one_shape() {
-    let mut counts = [0; 5];
+    let mut counts = [0; 6];
     let record = |keys: &[&str], i: usize| {
         let members: Vec<String> = keys
             .iter()

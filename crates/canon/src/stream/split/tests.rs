@@ -1,7 +1,7 @@
 //! The split against the two-step path (`parse_with`, then `to_vec`), on documents built so
 //! that the cut lands where a guess can go wrong, and whether the second half was taken.
 
-use crate::stream::{canonicalize_split_from, canonicalize_tail_first};
+use crate::stream::{canonicalize_split_from, canonicalize_tail_first, TailFirst};
 use crate::{parse_with, to_vec, ParseOptions, Profile};
 
 const PROFILES: [Profile; 3] = [Profile::Python, Profile::PythonStrict, Profile::Jcs];
@@ -18,8 +18,9 @@ fn two_step(text: &[u8], profile: Profile) -> Result<Vec<u8>, String> {
 /// How the split is run.
 #[derive(Clone, Copy, Debug)]
 enum Run {
-    /// The second part read first, whole or stopped `early` (the same split every time).
-    TailFirst { early: bool },
+    /// The second part read first and handed over as `how` says (the same split every
+    /// time).
+    TailFirst { how: TailFirst },
     /// A real second thread, from `min_len` bytes on.
     Threads { min_len: usize },
 }
@@ -32,9 +33,7 @@ fn split(text: &[u8], profile: Profile, run: Run) -> (Result<Vec<u8>, String>, b
     };
     let mut out = Vec::new();
     let result = match run {
-        Run::TailFirst { early } => {
-            canonicalize_tail_first(text, &options, profile, &mut out, early)
-        }
+        Run::TailFirst { how } => canonicalize_tail_first(text, &options, profile, &mut out, how),
         Run::Threads { min_len } => {
             canonicalize_split_from(text, &options, profile, &mut out, min_len)
         }
@@ -47,19 +46,27 @@ fn split(text: &[u8], profile: Profile, run: Run) -> (Result<Vec<u8>, String>, b
     }
 }
 
-/// Same outcome as the two-step path in every profile, with the second part taken whole
-/// and taken early; returns whether it was taken whole (the same in every profile that
-/// succeeds, or the test says which differed).
+/// Same outcome as the two-step path in every profile, with the second part handed over
+/// whole, early and late; returns whether it was taken whole (the same in every profile
+/// that succeeds, or the test says which differed), and asserts that a part taken whole is
+/// also taken late.
 fn same_as_two_step(text: &str) -> bool {
     let mut taken = None;
     for profile in PROFILES {
         let want = two_step(text.as_bytes(), profile);
-        let (early, _) = split(text.as_bytes(), profile, Run::TailFirst { early: true });
+        let run = |how| split(text.as_bytes(), profile, Run::TailFirst { how });
+        let (early, _) = run(TailFirst::Early);
         assert_eq!(early, want, "{profile}, early, on {text:?}");
-        let (got, took) = split(text.as_bytes(), profile, Run::TailFirst { early: false });
+        let (late, took_late) = run(TailFirst::Late);
+        assert_eq!(late, want, "{profile}, late, on {text:?}");
+        let (got, took) = run(TailFirst::Whole);
         assert_eq!(got, want, "{profile} on {text:?}");
         if got.is_ok() {
             assert_eq!(*taken.get_or_insert(took), took, "{profile} on {text:?}");
+            assert!(
+                took_late || !took,
+                "{profile}: taken whole, not late, on {text:?}"
+            );
         }
     }
     taken.unwrap_or(false)
