@@ -25,10 +25,7 @@ mod writer;
 
 pub use parser::ParseOptions;
 pub use serde_impls::{from_value, to_value, ConvertError};
-pub use stream::{
-    canonicalize, canonicalize_split_from, canonicalize_tail_first, CanonError, TailFirst,
-    SPLIT_MIN,
-};
+pub use stream::{canonicalize, CanonError};
 pub use value::{Map, Number, Value};
 pub use writer::{append_value, write_value, MAX_WRITE_DEPTH};
 

@@ -22,10 +22,7 @@
 //! path on generated and mutated documents (`tests/stream_differential.rs`).
 
 mod order;
-mod split;
 mod tokens;
-
-pub use split::{TailFirst, SPLIT_MIN};
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -63,63 +60,44 @@ pub fn canonicalize<W: io::Write>(
     profile: Profile,
     out: &mut W,
 ) -> Result<(), CanonError> {
-    canonicalize_split_from(text, options, profile, out, split::SPLIT_MIN).map(|_| ())
-}
-
-/// [`canonicalize`], with a second thread on documents of at least `min_len` bytes (see
-/// `stream/split.rs`); says whether that thread's part was used. For tests and benches; not
-/// a stable interface.
-#[doc(hidden)]
-pub fn canonicalize_split_from<W: io::Write>(
-    text: &[u8],
-    options: &ParseOptions,
-    profile: Profile,
-    out: &mut W,
-    min_len: usize,
-) -> Result<bool, CanonError> {
     if options.max_depth > MAX_WRITE_DEPTH {
-        deeper_than_the_writer(text, options, profile, out)?;
-        Ok(false)
-    } else if split::worth_splitting(text.len(), min_len) {
-        split::canonicalize_on_two_threads(text, options, profile, out)
-    } else {
-        Canon::new(text, options, profile, split::Role::Alone)
-            .run(out)
-            .map(|()| false)
+        // Deeper than the writer goes: let the two-step path word that error.
+        let value = crate::parse_with(text, options)?;
+        return crate::write_value(&value, profile, out).map_err(|e| match e {
+            crate::Error::Value(e) => CanonError::Value(e),
+            crate::Error::Io(e) => CanonError::Io(e),
+        });
     }
-}
-
-/// [`canonicalize`] split in two without a second thread, whatever the size: the second
-/// part is read first, so that tests see the same split every time, and handed over as
-/// `how` says (see `stream/split.rs`). Says whether the second part was used. For tests;
-/// not a stable interface.
-#[doc(hidden)]
-pub fn canonicalize_tail_first<W: io::Write>(
-    text: &[u8],
-    options: &ParseOptions,
-    profile: Profile,
-    out: &mut W,
-    how: TailFirst,
-) -> Result<bool, CanonError> {
-    if options.max_depth > MAX_WRITE_DEPTH {
-        deeper_than_the_writer(text, options, profile, out)?;
-        return Ok(false);
+    let mut c = Canon {
+        p: Parser::new(text, *options),
+        jcs: profile == Profile::Jcs,
+        allow_nan: profile == Profile::Python,
+        // Room for the whole document at once: the outermost object's members wait here, and
+        // growing a buffer of hundreds of MB by doubling copies it, and holds the old and the
+        // new one together, under an allocator that does not remap. Pages never written (a
+        // top-level array flushes every 64 KiB) are never resident.
+        buf: Vec::with_capacity(text.len().max(FLUSH_BYTES * 2)),
+        keys: Vec::new(),
+        members: Vec::new(),
+        frames: Vec::new(),
+        open_objects: 0,
+        scratch: String::new(),
+        order: Vec::new(),
+        orders: Vec::new(),
+        aside: Vec::new(),
+        error: None,
+        io_error: None,
+    };
+    c.document(out)?;
+    if let Some((path, mut e)) = c.error.take() {
+        e.pointer = pointer_of(&path);
+        return Err(CanonError::Value(*e));
     }
-    split::canonicalize_tail_first(text, options, profile, out, how)
-}
-
-/// Deeper than the writer goes: lets the two-step path word that error.
-fn deeper_than_the_writer<W: io::Write>(
-    text: &[u8],
-    options: &ParseOptions,
-    profile: Profile,
-    out: &mut W,
-) -> Result<(), CanonError> {
-    let value = crate::parse_with(text, options)?;
-    crate::write_value(&value, profile, out).map_err(|e| match e {
-        crate::Error::Value(e) => CanonError::Value(e),
-        crate::Error::Io(e) => CanonError::Io(e),
-    })
+    c.flush(out);
+    match c.io_error {
+        Some(e) => Err(CanonError::Io(e)),
+        None => Ok(()),
+    }
 }
 
 /// Pending bytes are handed to the writer in pieces of about this size, when no object is
@@ -215,63 +193,6 @@ struct Canon<'a> {
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
     io_error: Option<io::Error>,
-    /// This thread's part in a split document (see `stream/split.rs`).
-    split: split::Role<'a>,
-    /// How many frames the second thread's container is (1), where it stops; 0 for the
-    /// whole document, which ends with its last frame.
-    base: usize,
-}
-
-impl<'a> Canon<'a> {
-    /// A canonicaliser of `text`, alone or as one of the two threads of a split.
-    fn new(
-        text: &'a [u8],
-        options: &ParseOptions,
-        profile: Profile,
-        split: split::Role<'a>,
-    ) -> Self {
-        Canon {
-            p: Parser::new(text, *options),
-            jcs: profile == Profile::Jcs,
-            allow_nan: profile == Profile::Python,
-            // Room for the whole document at once: the outermost object's members wait here,
-            // and growing a buffer of hundreds of MB by doubling copies it, and holds the old
-            // and the new one together, under an allocator that does not remap. Pages never
-            // written (a top-level array flushes every 64 KiB) are never resident.
-            buf: Vec::with_capacity(text.len().max(FLUSH_BYTES * 2)),
-            keys: Vec::new(),
-            members: Vec::new(),
-            frames: Vec::new(),
-            open_objects: 0,
-            scratch: String::new(),
-            order: Vec::new(),
-            orders: Vec::new(),
-            aside: Vec::new(),
-            error: None,
-            io_error: None,
-            split,
-            base: 0,
-        }
-    }
-
-    /// The document, its first value error, then the writer's.
-    fn run<W: io::Write>(mut self, out: &mut W) -> Result<(), CanonError> {
-        self.document(out)?;
-        self.finish(out)
-    }
-
-    /// After the document: its first value error, then the writer's.
-    fn finish<W: io::Write>(&mut self, out: &mut W) -> Result<(), CanonError> {
-        if let Some((path, mut e)) = self.error.take() {
-            e.pointer = pointer_of(&path);
-            return Err(CanonError::Value(*e));
-        }
-        self.flush(out);
-        match self.io_error.take() {
-            Some(e) => Err(CanonError::Io(e)),
-            None => Ok(()),
-        }
-    }
 }
 
 impl Canon<'_> {
@@ -354,15 +275,9 @@ impl Canon<'_> {
                             if self.open_objects == 0 && self.buf.len() >= FLUSH_BYTES {
                                 self.flush(out);
                             }
-                            if self.split.is_linked() && self.at_separator()? {
-                                continue;
-                            }
                             break;
                         }
                         Some(b']') => {
-                            if self.frames.len() == self.base {
-                                return Ok(());
-                            }
                             self.p.pos += 1;
                             self.frames.pop();
                             self.buf.byte(b']');
@@ -374,18 +289,12 @@ impl Canon<'_> {
                         match self.p.peek() {
                             Some(b',') => {
                                 self.p.pos += 1;
-                                self.buf.byte(b',');
-                                if self.split.is_linked() && self.at_separator()? {
-                                    continue;
-                                }
                                 self.p.skip_whitespace();
+                                self.buf.byte(b',');
                                 self.key(self.buf.len())?;
                                 break;
                             }
                             Some(b'}') => {
-                                if self.frames.len() == self.base {
-                                    return Ok(());
-                                }
                                 self.p.pos += 1;
                                 self.close_object(out);
                             }

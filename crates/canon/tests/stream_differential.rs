@@ -4,10 +4,7 @@
 //! integers, deep nesting, long arrays across the flush size) and for mutations of them
 //! (bytes deleted, inserted or replaced), which reach the parser's error paths.
 
-use lockstep_canon::{
-    canonicalize, canonicalize_tail_first, parse_with, to_vec, CanonError, ParseOptions, Profile,
-    TailFirst,
-};
+use lockstep_canon::{canonicalize, parse_with, to_vec, CanonError, ParseOptions, Profile};
 
 struct Rng(u64);
 
@@ -168,38 +165,15 @@ fn two_step(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec
 
 fn one_pass(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    worded(canonicalize(text, options, profile, &mut out)).map(|()| out)
-}
-
-/// The one pass split in two (the second part read first and handed over as `how` says; see
-/// `stream/split.rs`), forced on documents of any size; and whether the second part was
-/// taken.
-fn split_pass(
-    text: &[u8],
-    options: &ParseOptions,
-    profile: Profile,
-    how: TailFirst,
-) -> (Result<Vec<u8>, String>, bool) {
-    let mut out = Vec::new();
-    match worded(canonicalize_tail_first(
-        text, options, profile, &mut out, how,
-    )) {
-        Ok(taken) => (Ok(out), taken),
-        Err(e) => (Err(e), false),
+    match canonicalize(text, options, profile, &mut out) {
+        Ok(()) => Ok(out),
+        Err(CanonError::Parse(e)) => Err(format!("parse: {e}")),
+        Err(CanonError::Value(e)) => Err(format!("value: {e}")),
+        Err(CanonError::Io(e)) => Err(format!("io: {e}")),
     }
 }
 
-fn worded<T>(result: Result<T, CanonError>) -> Result<T, String> {
-    result.map_err(|e| match e {
-        CanonError::Parse(e) => format!("parse: {e}"),
-        CanonError::Value(e) => format!("value: {e}"),
-        CanonError::Io(e) => format!("io: {e}"),
-    })
-}
-
-/// Counts outcomes: canonical bytes, parse errors, value errors, and second parts taken
-/// (whole, early, late).
-fn check(text: &[u8], counts: &mut [usize; 6]) {
+fn check(text: &[u8], counts: &mut [usize; 3]) {
     for allow_nan in [false, true] {
         for max_depth in [256, 4] {
             let options = ParseOptions {
@@ -215,20 +189,6 @@ fn check(text: &[u8], counts: &mut [usize; 6]) {
                     "{profile} allow_nan={allow_nan} max_depth={max_depth} on {:?}",
                     String::from_utf8_lossy(text)
                 );
-                for (i, how) in [TailFirst::Whole, TailFirst::Early, TailFirst::Late]
-                    .into_iter()
-                    .enumerate()
-                {
-                    let (split, taken) = split_pass(text, &options, profile, how);
-                    counts[3 + i] += usize::from(taken);
-                    assert_eq!(
-                        split,
-                        want,
-                        "split ({how:?}): {profile} allow_nan={allow_nan} \
-                         max_depth={max_depth} on {:?}",
-                        String::from_utf8_lossy(text)
-                    );
-                }
                 counts[match &want {
                     Ok(_) => 0,
                     Err(e) if e.starts_with("parse") => 1,
@@ -242,7 +202,7 @@ fn check(text: &[u8], counts: &mut [usize; 6]) {
 #[test]
 fn one_pass_equals_parse_then_write() {
     let mut rng = Rng(16);
-    let mut counts = [0usize; 6];
+    let mut counts = [0usize; 3];
     for _ in 0..4000 {
         let mut text = String::new();
         gen(&mut rng, 0, &mut text);
@@ -250,11 +210,8 @@ fn one_pass_equals_parse_then_write() {
         let bad = mutate(&mut rng, text.as_bytes());
         check(&bad, &mut counts);
     }
-    // Every outcome was exercised many times: canonical bytes, parse errors, value errors,
-    // and a second part taken from the split, whole, early or late.
-    assert!(counts[..3].iter().all(|&n| n > 2000), "{counts:?}");
-    // (taken late needs a separator after the part's start: fewer small documents have one)
-    assert!(counts[3..].iter().all(|&n| n > 300), "{counts:?}");
+    // Every outcome was exercised many times: canonical bytes, parse errors, value errors.
+    assert!(counts.iter().all(|&n| n > 2000), "{counts:?}");
 }
 
 #[test]
@@ -277,7 +234,7 @@ fn fixed_cases() {
         b"[[[[[[]]]]]]",
         b"{\"k\":9007199254740993}",
     ];
-    let mut counts = [0; 6];
+    let mut counts = [0; 3];
     for text in cases {
         check(text, &mut counts);
     }
@@ -293,7 +250,7 @@ fn fixed_cases() {
 /// Long arrays go to the writer in pieces; an object or an error after many pieces.
 #[test]
 fn long_documents_across_flushes() {
-    let mut counts = [0; 6];
+    let mut counts = [0; 3];
     let items: Vec<String> = (0..40_000).map(|i| format!("{}.5", i)).collect();
     let body = items.join(",");
     for text in [
@@ -313,7 +270,7 @@ fn long_documents_across_flushes() {
 #[test]
 fn numbers_copied_or_converted_alike() {
     let mut rng = Rng(1616);
-    let mut counts = [0; 6];
+    let mut counts = [0; 3];
     let digits = |rng: &mut Rng, n: u64, out: &mut String| {
         for _ in 0..n {
             let d = match rng.below(4) {
@@ -371,7 +328,7 @@ fn numbers_copied_or_converted_alike() {
 /// non-ASCII, an escape), also where fewer than 8 bytes of input are left.
 #[test]
 fn strings_and_keys_at_run_edges() {
-    let mut counts = [0; 6];
+    let mut counts = [0; 3];
     let enders: &[&str] = &[
         "\u{7f}",
         "\u{1f}",
@@ -446,7 +403,7 @@ fn strings_and_keys_at_run_edges() {
 /// that it does not fit.
 #[test]
 fn records_of_one_shape() {
-    let mut counts = [0; 6];
+    let mut counts = [0; 3];
     let record = |keys: &[&str], i: usize| {
         let members: Vec<String> = keys
             .iter()

@@ -18,9 +18,8 @@ pub struct Args {
     pub profile: ProfileArg,
     /// JSON file to read; `-` or nothing reads standard input.
     pub input: Option<PathBuf>,
-    /// Benchmark: canonicalise and hash N more times (one pass as the command runs it, the
-    /// same on one thread, then parse and tree apart) and print timings to stderr (used by
-    /// scripts/bench-fingerprint).
+    /// Benchmark: canonicalise and hash N more times (one pass, then parse and tree apart)
+    /// and print timings to stderr (used by scripts/bench-fingerprint).
     #[arg(long, hide = true, value_name = "N")]
     pub bench: Option<u32>,
 }
@@ -35,22 +34,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let text = map_input(args.input.as_ref(), max_input_bytes())?;
     let read = started.elapsed();
     // Text to digest in one pass: no tree of the document is built (docs/canonical-json.md).
-    // `min_len`: documents from this size on may be split over two threads (the command's
-    // own is `SPLIT_MIN`; `--bench` also times one thread); says whether one was.
-    let digest_of = |text: &[u8], min_len: usize| -> anyhow::Result<(String, u64, bool)> {
+    let digest_of = |text: &[u8]| -> anyhow::Result<(String, u64)> {
         let mut hasher = HashWriter::new();
-        let split = lockstep_canon::canonicalize_split_from(
-            text,
-            &parse_options(),
-            profile,
-            &mut hasher,
-            min_len,
-        )
-        .map_err(|e| canon_error(&label, profile, e))?;
+        lockstep_canon::canonicalize(text, &parse_options(), profile, &mut hasher)
+            .map_err(|e| canon_error(&label, profile, e))?;
         let bytes = hasher.bytes_written();
-        Ok((hasher.finish_hex(), bytes, split))
+        Ok((hasher.finish_hex(), bytes))
     };
-    let (digest, bytes, _) = digest_of(&text, lockstep_canon::SPLIT_MIN)?;
+    let (digest, bytes) = digest_of(&text)?;
     outln!("{digest}");
     if let Some(runs) = args.bench.filter(|&n| n > 0) {
         // The one-pass path, then the two steps it replaces (parse into a tree; canonical
@@ -62,17 +53,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(started.elapsed().as_secs_f64() / f64::from(runs))
         };
-        let mut split_runs = 0;
         let stream = mean(&mut || {
-            let (d, _, split) = digest_of(&text, lockstep_canon::SPLIT_MIN)?;
-            if d != digest {
-                anyhow::bail!("benchmark run gave a different digest");
-            }
-            split_runs += u32::from(split);
-            Ok(())
-        })?;
-        let one_thread = mean(&mut || {
-            if digest_of(&text, usize::MAX)?.0 != digest {
+            if digest_of(&text)?.0 != digest {
                 anyhow::bail!("benchmark run gave a different digest");
             }
             Ok(())
@@ -95,8 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })?;
         eprintln!(
             "bench: input_bytes={} canonical_bytes={bytes} read_s={:.6} stream_sha256_s={stream:.6} \
-             split_runs={split_runs} one_thread_sha256_s={one_thread:.6} parse_s={parse:.6} \
-             tree_sha256_s={tree_hash:.6}",
+             parse_s={parse:.6} tree_sha256_s={tree_hash:.6}",
             text.len(),
             read.as_secs_f64(),
         );
