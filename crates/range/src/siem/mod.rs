@@ -102,10 +102,10 @@ impl Template {
     }
 }
 
-use Template::*;
-
 mod flavor;
+mod text;
 pub use flavor::{benign_image, Flavor, BENIGN, FALSE_POSITIVE, RED_FLAVOR};
+pub use text::render;
 
 const USERS: [&str; 6] = [
     "alice",
@@ -132,135 +132,6 @@ pub struct LineCtx<'a> {
     pub flavor: &'a Flavor,
     pub benign_image: Option<&'static str>,
     pub success: bool,
-}
-
-/// Renders one event. All variable parts (template, user, ports, domain) come from `rng`.
-pub fn render(ctx: &LineCtx<'_>, rng: &mut Rng) -> String {
-    let weights: [f64; 5] = {
-        let mut w = [0.0; 5];
-        for (i, (_, x)) in ctx.flavor.templates.iter().take(5).enumerate() {
-            w[i] = *x;
-        }
-        w
-    };
-    let ti = rng.weighted_index(&weights).unwrap_or(0);
-    let template = ctx.flavor.templates[ti].0;
-    let user = USERS[rng.below(USERS.len() as u64) as usize];
-    let src_port = rng.range(49152, 65535);
-    let domain = DOMAINS[rng.below(DOMAINS.len() as u64) as usize];
-    let image = ctx.benign_image.unwrap_or(ctx.flavor.image);
-    let command = if ctx.benign_image.is_some() {
-        image
-    } else {
-        ctx.flavor.command
-    };
-    let port = if ctx.benign_image.is_some() {
-        443
-    } else {
-        ctx.flavor.port
-    };
-
-    let mut s = String::with_capacity(360);
-    let provider = if template.sysmon() {
-        "Microsoft-Windows-Sysmon"
-    } else {
-        "Microsoft-Windows-Security-Auditing"
-    };
-    let _ = write!(
-        s,
-        "<Event><System><Provider Name=\"{provider}\"/><EventID>{}</EventID><EventRecordID>{}</EventRecordID><TimeCreated SystemTime=\"{}\"/><Computer>",
-        template.event_id(),
-        ctx.record,
-        lockstep::clock::format_rfc3339_millis(ctx.unix, 0),
-    );
-    push_ip(&mut s, ctx.computer);
-    s.push_str("</Computer></System><EventData>");
-    let data = |s: &mut String, name: &str, value: &str| {
-        let _ = write!(s, "<Data Name=\"{name}\">{value}</Data>");
-    };
-    let data_ip = |s: &mut String, name: &str, addr: u32| {
-        let _ = write!(s, "<Data Name=\"{name}\">");
-        push_ip(s, addr);
-        s.push_str("</Data>");
-    };
-    match template {
-        Logon4624 => {
-            data(&mut s, "TargetUserName", user);
-            data(&mut s, "LogonType", if ctx.success { "3" } else { "10" });
-            data_ip(&mut s, "IpAddress", ctx.peer);
-            let _ = write!(s, "<Data Name=\"IpPort\">{src_port}</Data>");
-        }
-        LogonFailed4625 => {
-            data(&mut s, "TargetUserName", user);
-            data(&mut s, "Status", "0xc000006d");
-            data_ip(&mut s, "IpAddress", ctx.peer);
-        }
-        ExplicitCreds4648 => {
-            data(&mut s, "SubjectUserName", user);
-            data(&mut s, "TargetUserName", "administrator");
-            data_ip(&mut s, "TargetServerName", ctx.peer);
-            data(&mut s, "ProcessName", image);
-        }
-        ProcessCreate4688 => {
-            data(&mut s, "SubjectUserName", user);
-            data(&mut s, "NewProcessName", image);
-            data(&mut s, "CommandLine", command);
-        }
-        KerberosTgt4768 => {
-            data(&mut s, "TargetUserName", user);
-            data(&mut s, "ServiceName", "krbtgt");
-            data(
-                &mut s,
-                "TicketEncryptionType",
-                if ctx.benign_image.is_some() {
-                    "0x12"
-                } else {
-                    "0x17"
-                },
-            );
-            data_ip(&mut s, "IpAddress", ctx.peer);
-        }
-        CredValidation4776 => {
-            data(&mut s, "TargetUserName", user);
-            data(
-                &mut s,
-                "Status",
-                if ctx.success { "0x0" } else { "0xc000006a" },
-            );
-        }
-        SysmonProcess1 => {
-            data(&mut s, "Image", image);
-            data(&mut s, "CommandLine", command);
-            data(&mut s, "User", user);
-        }
-        SysmonNetwork3 => {
-            data(&mut s, "Image", image);
-            data_ip(&mut s, "DestinationIp", ctx.peer);
-            let _ = write!(
-                s,
-                "<Data Name=\"DestinationPort\">{port}</Data><Data Name=\"SourcePort\">{src_port}</Data>"
-            );
-        }
-        SysmonProcessAccess10 => {
-            data(&mut s, "SourceImage", image);
-            data(&mut s, "TargetImage", "C:\\Windows\\system32\\lsass.exe");
-            data(
-                &mut s,
-                "GrantedAccess",
-                if ctx.benign_image.is_some() {
-                    "0x1000"
-                } else {
-                    "0x1fffff"
-                },
-            );
-        }
-        SysmonDns22 => {
-            data(&mut s, "Image", image);
-            data(&mut s, "QueryName", domain);
-        }
-    }
-    s.push_str("</EventData></Event>");
-    s
 }
 
 /// FNV-1a, 32 bit: the fixed hash of the encoder.
