@@ -32,9 +32,13 @@ pub(super) struct SubEnv {
     pub(super) state: State,
     /// Target sets of the current state (its masks); the next step validates against them.
     sets: [[u128; N_TYPES]; N_AGENTS],
-    /// The `adj_matrix` rows the buffer slots hold (all zero for a zeroed slot): `[0]` for
-    /// the three blue agents (always written together from the same rows), `[1]` for red.
-    adj: [[u128; 128]; 2],
+    /// The inputs of the `adj_matrix` rows the buffer slots hold (default, all zero rows, for
+    /// a zeroed slot): `[0]` for the three blue agents (always written together from the same
+    /// rows), `[1]` for red. Rows are a function of their inputs alone, so unchanged inputs
+    /// mean unchanged rows, and the rows the slots hold are recomputed from the kept inputs
+    /// when they did change (128 bytes kept and compared per agent instead of 1.6 KB of rows
+    /// kept, compared and copied every step).
+    adj: [sim::AdjacencyInputs; 2],
     /// The service-derived sets of `state`, recomputed only when a step says services changed
     /// (at 4096 sub-envs, reading every host's services each step costs a cache miss per host).
     services: sim::ServiceSets,
@@ -52,7 +56,7 @@ impl SubEnv {
             services: sim::service_sets(&state),
             state,
             sets: [[0; N_TYPES]; N_AGENTS],
-            adj: [[0; 128]; 2],
+            adj: [sim::AdjacencyInputs::default(); 2],
             embed: [EmbedWindow::new(), EmbedWindow::new(), EmbedWindow::new()],
             pushed: 0,
         }
@@ -91,15 +95,20 @@ impl SubEnv {
         let new_line_subnets = obs::subnets_with_changed_lines(state);
         let mh = params.max_hosts;
         // Adjacency depends on the agent only through red's discovery: one computation for
-        // the three blue agents.
-        let mut blue_rows = [0u128; 128];
-        let mut red_rows = [0u128; 128];
-        sim::adjacency_rows(&hs, 0, &mut blue_rows[..mh]);
-        sim::adjacency_rows(&hs, RED, &mut red_rows[..mh]);
-        let adj_moved = [
-            self.adj[0][..mh] != blue_rows[..mh],
-            self.adj[1][..mh] != red_rows[..mh],
+        // the three blue agents, and none when its inputs did not move.
+        let adj_now = [
+            sim::adjacency_inputs(&hs, 0),
+            sim::adjacency_inputs(&hs, RED),
         ];
+        let adj_moved = [self.adj[0] != adj_now[0], self.adj[1] != adj_now[1]];
+        // When they moved: the rows now, and the rows the slots hold (from the kept inputs).
+        let mut adj_rows = [[[0u128; 128]; 2]; 2];
+        for k in 0..2 {
+            if adj_moved[k] {
+                sim::adjacency_rows_from(&adj_now[k], &mut adj_rows[k][0][..mh]);
+                sim::adjacency_rows_from(&self.adj[k], &mut adj_rows[k][1][..mh]);
+            }
+        }
         for (spec, dst) in specs.iter().zip(out.iter_mut()) {
             let a = spec.agent;
             let len = spec.len();
@@ -128,19 +137,16 @@ impl SubEnv {
                 ("pcap", Dst::F32(d)) => obs::write_pcap(state, d),
                 ("node_features", Dst::F32(d)) => obs::write_node_features(state, params, a, d),
                 ("adj_matrix", Dst::F32(d)) => {
-                    let (rows, k) = if a == RED {
-                        (&red_rows, 1)
-                    } else {
-                        (&blue_rows, 0)
-                    };
+                    let k = usize::from(a == RED);
                     if adj_moved[k] {
-                        obs::write_adj_changed(params, d, &rows[..mh], Some(&self.adj[k][..mh]));
+                        let [rows, prev] = &adj_rows[k];
+                        obs::write_adj_changed(params, d, &rows[..mh], Some(&prev[..mh]));
                     }
                 }
                 (key, _) => unreachable!("no rendering for {key} of this dtype"),
             }
         }
-        self.adj[0][..mh].copy_from_slice(&blue_rows[..mh]);
-        self.adj[1][..mh].copy_from_slice(&red_rows[..mh]);
+        // Every agent has an `adj_matrix`: the slots now hold the rows of these inputs.
+        self.adj = adj_now;
     }
 }

@@ -204,34 +204,68 @@ pub fn all_target_sets_with(
     out
 }
 
+/// Everything [`adjacency_rows`] reads of the host sets for one agent: equal inputs give
+/// equal rows, so a caller that keeps the inputs of the rows it last wrote (128 bytes) knows
+/// when the rows may have moved without keeping or comparing the rows (1.6 KB per agent at
+/// 100 slots).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AdjacencyInputs {
+    /// The slots the agent sees (red: what it discovered).
+    seen: u128,
+    up: u128,
+    blocked: u128,
+    subnet: [u128; 5],
+}
+
+/// The inputs of `agent`'s adjacency rows.
+pub fn adjacency_inputs(s: &HostSets, agent: usize) -> AdjacencyInputs {
+    AdjacencyInputs {
+        seen: if agent == RED {
+            s.active & s.discovered
+        } else {
+            s.active
+        },
+        up: s.up,
+        blocked: s.blocked,
+        subnet: [
+            s.subnet[0],
+            s.subnet[1],
+            s.subnet[2],
+            s.subnet[3],
+            s.subnet[4],
+        ],
+    }
+}
+
 /// Reachability rows as slot bitsets (`rows[i]` bit j: slot i reaches slot j), restricted to
 /// the slots `agent` sees (red: what it discovered). Same rule as [`topology::reaches`].
 pub fn adjacency_rows(s: &HostSets, agent: usize, rows: &mut [u128]) {
+    adjacency_rows_from(&adjacency_inputs(s, agent), rows);
+}
+
+/// [`adjacency_rows`] from its inputs alone (all zero inputs: all zero rows).
+pub fn adjacency_rows_from(x: &AdjacencyInputs, rows: &mut [u128]) {
     rows.fill(0);
-    let seen = if agent == RED {
-        s.active & s.discovered
-    } else {
-        s.active
-    };
-    let open = s.up & !s.blocked;
+    let seen = x.seen;
+    let open = x.up & !x.blocked;
     let mut cross = [0u128; 5];
     for (from, c) in cross.iter_mut().enumerate() {
         for to in 0..5u8 {
             if to as usize != from && topology::subnet_reaches(from, to) {
-                *c |= open & s.subnet[to as usize];
+                *c |= open & x.subnet[to as usize];
             }
         }
     }
     for (from, c) in cross.iter().enumerate() {
-        let members = s.subnet[from] & s.up & seen;
-        let same = s.up & s.subnet[from] & seen;
+        let members = x.subnet[from] & x.up & seen;
+        let same = x.up & x.subnet[from] & seen;
         let far = c & seen;
         let mut bits = members;
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             let mut r = same;
-            if s.blocked & (1 << i) == 0 {
+            if x.blocked & (1 << i) == 0 {
                 r |= far;
             }
             rows[i] = r & !(1u128 << i);
