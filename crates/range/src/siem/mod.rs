@@ -105,7 +105,7 @@ impl Template {
 mod flavor;
 mod text;
 pub use flavor::{benign_image, Flavor, BENIGN, FALSE_POSITIVE, RED_FLAVOR};
-pub use text::render;
+pub use text::{render, render_line};
 
 const USERS: [&str; 6] = [
     "alice",
@@ -172,37 +172,106 @@ const CLASS: [u8; 256] = {
 /// Every new SIEM line goes through here, so the scan is one pass: a token is hashed
 /// ([`fnv1a`], inlined) while it is found, and a skipped one is only scanned.
 pub fn features(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let n = bytes.len();
     let mut out = Vec::with_capacity(32);
+    push_features(text.as_bytes(), &mut out);
+    out
+}
+
+/// Appends the features of `bytes` (tokenised alone, as [`features`] does) to `out`.
+pub(crate) fn push_features(bytes: &[u8], out: &mut Vec<u8>) {
     let mut prev_event_id = false;
     let mut i = 0;
-    while i < n {
-        let class = CLASS[bytes[i] as usize];
-        if class == SEP {
+    while i < bytes.len() {
+        if CLASS[bytes[i] as usize] == SEP {
             i += 1;
             continue;
         }
-        let start = i;
-        if class == DIGIT && !prev_event_id {
-            i += 1;
-            while i < n && CLASS[bytes[i] as usize] != SEP {
-                i += 1;
-            }
-            // A token starting with a digit is not `EventID`.
-            prev_event_id = false;
-            continue;
+        let (end, feature, event_id) = next_token(bytes, i, prev_event_id);
+        i = end;
+        prev_event_id = event_id;
+        if let Some(f) = feature {
+            out.push(f);
         }
-        let mut h: u32 = 0x811c_9dc5;
-        while i < n && CLASS[bytes[i] as usize] != SEP {
-            h ^= u32::from(bytes[i]);
-            h = h.wrapping_mul(0x0100_0193);
-            i += 1;
-        }
-        prev_event_id = &bytes[start..i] == b"EventID";
-        out.push(((h & 0x7f) as u8) | (((h >> 31) as u8) << 7));
     }
-    out
+}
+
+/// The token of `bytes` starting at `start` (not a separator): where it ends, its feature
+/// unless it is skipped (digit-led, not right after `EventID`), and whether it is `EventID`.
+/// A `const fn`, so that fixed text can be tokenised at compile time ([`Feats::of`]) by the
+/// same code as the lines.
+#[inline(always)]
+const fn next_token(bytes: &[u8], start: usize, prev_event_id: bool) -> (usize, Option<u8>, bool) {
+    let n = bytes.len();
+    let mut i = start;
+    if CLASS[bytes[i] as usize] == DIGIT && !prev_event_id {
+        i += 1;
+        while i < n && CLASS[bytes[i] as usize] != SEP {
+            i += 1;
+        }
+        // A token starting with a digit is not `EventID`.
+        return (i, None, false);
+    }
+    let mut h: u32 = 0x811c_9dc5;
+    while i < n && CLASS[bytes[i] as usize] != SEP {
+        h ^= bytes[i] as u32;
+        h = h.wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    let event_id = i - start == 7 && {
+        let id = b"EventID";
+        let mut k = 0;
+        while k < 7 && bytes[start + k] == id[k] {
+            k += 1;
+        }
+        k == 7
+    };
+    (
+        i,
+        Some(((h & 0x7f) as u8) | (((h >> 31) as u8) << 7)),
+        event_id,
+    )
+}
+
+/// The features of a fixed piece of text, computed at compile time (`const { Feats::of(..) }`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Feats {
+    buf: [u8; 8],
+    len: usize,
+}
+
+impl Feats {
+    /// [`features`] of `text`, which has at most 8 tokens (more fails to compile).
+    pub(crate) const fn of(text: &str) -> Feats {
+        let bytes = text.as_bytes();
+        let mut out = Feats {
+            buf: [0; 8],
+            len: 0,
+        };
+        let mut prev_event_id = false;
+        let mut i = 0;
+        while i < bytes.len() {
+            if CLASS[bytes[i] as usize] == SEP {
+                i += 1;
+                continue;
+            }
+            let (end, feature, event_id) = next_token(bytes, i, prev_event_id);
+            i = end;
+            prev_event_id = event_id;
+            if let Some(f) = feature {
+                assert!(
+                    out.len < out.buf.len(),
+                    "a fixed piece has at most 8 tokens"
+                );
+                out.buf[out.len] = f;
+                out.len += 1;
+            }
+        }
+        out
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
 }
 
 /// Adds the signed token counts of `features` into `acc`.
