@@ -28,6 +28,20 @@ pub(super) enum Dst<'a> {
     I8(&'a mut [i8]),
 }
 
+/// Working memory a thread reuses for every sub-env it renders.
+pub(super) struct Scratch {
+    /// Per adjacency (`[0]` blue, `[1]` red): the rows now and the rows the slots hold.
+    adj_rows: [[[u128; 128]; 2]; 2],
+}
+
+impl Scratch {
+    pub(super) fn new() -> Box<Scratch> {
+        Box::new(Scratch {
+            adj_rows: [[[0; 128]; 2]; 2],
+        })
+    }
+}
+
 pub(super) struct SubEnv {
     pub(super) state: State,
     /// Target sets of the current state (its masks); the next step validates against them.
@@ -83,6 +97,7 @@ impl SubEnv {
         out: &mut [Dst<'_>],
         j: usize,
         full: bool,
+        scratch: &mut Scratch,
     ) {
         let state = &self.state;
         self.pushed = if full {
@@ -101,8 +116,9 @@ impl SubEnv {
             sim::adjacency_inputs(&hs, RED),
         ];
         let adj_moved = [self.adj[0] != adj_now[0], self.adj[1] != adj_now[1]];
-        // When they moved: the rows now, and the rows the slots hold (from the kept inputs).
-        let mut adj_rows = [[[0u128; 128]; 2]; 2];
+        // When they moved: the rows now, and the rows the slots hold (from the kept inputs), in
+        // the thread's scratch (not zeroed per sub-env: each is written before it is read).
+        let adj_rows = &mut scratch.adj_rows;
         for k in 0..2 {
             if adj_moved[k] {
                 sim::adjacency_rows_from(&adj_now[k], &mut adj_rows[k][0][..mh]);

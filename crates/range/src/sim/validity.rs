@@ -10,6 +10,7 @@ use crate::{N_AGENTS, N_TYPES, RED};
 use super::state::{AgentAction, State, BLUE_SUBNETS, MAX_DECOYS, MAX_TRAININGS};
 
 /// Host-slot sets describing the state, computed in one pass.
+#[derive(Default)]
 pub struct HostSets {
     active: u128,
     up: u128,
@@ -217,23 +218,21 @@ pub struct AdjacencyInputs {
     subnet: [u128; 5],
 }
 
-/// The inputs of `agent`'s adjacency rows.
+/// The inputs of `agent`'s adjacency rows, restricted to the slots it sees: every term of
+/// [`adjacency_rows_from`] is masked by `seen` (a row's slot is a member, so seen; its bits
+/// are `up`, `open` and subnet sets and-ed with `seen`), so the rows are the same, and a
+/// change to a slot the agent does not see does not move the inputs.
 pub fn adjacency_inputs(s: &HostSets, agent: usize) -> AdjacencyInputs {
+    let seen = if agent == RED {
+        s.active & s.discovered
+    } else {
+        s.active
+    };
     AdjacencyInputs {
-        seen: if agent == RED {
-            s.active & s.discovered
-        } else {
-            s.active
-        },
-        up: s.up,
-        blocked: s.blocked,
-        subnet: [
-            s.subnet[0],
-            s.subnet[1],
-            s.subnet[2],
-            s.subnet[3],
-            s.subnet[4],
-        ],
+        seen,
+        up: s.up & seen,
+        blocked: s.blocked & seen,
+        subnet: std::array::from_fn(|k| s.subnet[k] & seen),
     }
 }
 
@@ -493,6 +492,49 @@ mod tests {
     use super::*;
     use crate::params::Scenario;
     use crate::rng::Rng;
+
+    /// Masking the adjacency inputs by the slots seen (what [`adjacency_inputs`] keeps) gives
+    /// the rows of the unmasked sets, over random sets with few and many slots seen.
+    #[test]
+    fn masked_adjacency_inputs_give_the_same_rows() {
+        let mut rng = Rng::new(9, "adjacency-test");
+        let mut set = |density: u32| {
+            let mut v = 0u128;
+            for i in 0..124 {
+                if rng.range(0, 99) < density {
+                    v |= 1 << i;
+                }
+            }
+            v
+        };
+        for k in 0..2000 {
+            let hs = HostSets {
+                active: set([30, 60, 95][k % 3]),
+                discovered: set([10, 50, 90][k / 3 % 3]),
+                up: set(80),
+                blocked: set(20),
+                subnet: std::array::from_fn(|_| set(30)),
+                ..HostSets::default()
+            };
+            for agent in [0, RED] {
+                let seen = if agent == RED {
+                    hs.active & hs.discovered
+                } else {
+                    hs.active
+                };
+                let raw = AdjacencyInputs {
+                    seen,
+                    up: hs.up,
+                    blocked: hs.blocked,
+                    subnet: std::array::from_fn(|k| hs.subnet[k]),
+                };
+                let (mut a, mut b) = ([0u128; 124], [0u128; 124]);
+                adjacency_rows_from(&raw, &mut a);
+                adjacency_rows_from(&adjacency_inputs(&hs, agent), &mut b);
+                assert_eq!(a, b, "case {k} agent {agent}");
+            }
+        }
+    }
 
     /// The slot bits as first written: one shift per slot.
     fn slots_reference(hosts: u128, max_hosts: usize, slots: &mut [i8]) {
