@@ -137,7 +137,7 @@ impl SubEnv {
                 ("action_mask", Dst::I8(d)) => {
                     sim::write_mask_with(state, params, a, &self.sets[a], d)
                 }
-                ("obs", Dst::F32(d)) => obs::write_obs(state, params, a, d),
+                ("obs", Dst::F32(d)) => obs::write_obs_over(state, params, a, hs.visible(a), d),
                 ("siem_embedding", Dst::F32(d)) => {
                     if a == RED {
                         if full {

@@ -42,6 +42,23 @@ pub struct HostSets {
     trainable: u128,
 }
 
+impl HostSets {
+    /// The slots `agent`'s observations show: active hosts red discovered, or active hosts in
+    /// a blue agent's subnets (`obs::visible_to` as a set).
+    pub fn visible(&self, agent: usize) -> u128 {
+        if agent == RED {
+            return self.active & self.discovered;
+        }
+        let mut subnets = 0u128;
+        for (k, set) in self.subnet.iter().enumerate() {
+            if BLUE_SUBNETS[agent] & (1 << k) != 0 {
+                subnets |= set;
+            }
+        }
+        self.active & subnets
+    }
+}
+
 /// The sets that depend on the hosts' services, over every slot (active or not): they change
 /// only when a service does (a patch, a decoy, an arriving host), so a caller that knows when
 /// that happens ([`super::step_with_sets`] says) keeps them and skips a pointer chase per host
