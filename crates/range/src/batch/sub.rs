@@ -60,6 +60,8 @@ pub(super) struct SubEnv {
     /// this episode as of the last rendering (how a window names its lines).
     embed: [EmbedWindow; 3],
     pushed: u64,
+    /// Per agent: the `obs` slot is zero from this entry on (0 for a zeroed slot).
+    obs_written: [usize; N_AGENTS],
 }
 
 impl SubEnv {
@@ -73,6 +75,7 @@ impl SubEnv {
             adj: [sim::AdjacencyInputs::default(); 2],
             embed: [EmbedWindow::new(), EmbedWindow::new(), EmbedWindow::new()],
             pushed: 0,
+            obs_written: [0; N_AGENTS],
         }
     }
 
@@ -137,7 +140,16 @@ impl SubEnv {
                 ("action_mask", Dst::I8(d)) => {
                     sim::write_mask_with(state, params, a, &self.sets[a], d)
                 }
-                ("obs", Dst::F32(d)) => obs::write_obs_over(state, params, a, hs.visible(a), d),
+                ("obs", Dst::F32(d)) => {
+                    self.obs_written[a] = obs::write_obs_over(
+                        state,
+                        params,
+                        a,
+                        hs.visible(a),
+                        d,
+                        self.obs_written[a],
+                    );
+                }
                 ("siem_embedding", Dst::F32(d)) => {
                     if a == RED {
                         if full {
