@@ -86,7 +86,7 @@ impl SubEnv {
 
     /// The caller never steps a finished episode (the batch resets it instead).
     pub(super) fn step(&mut self, joint: &JointAction, params: &Params) {
-        if sim::step_with_sets(&mut self.state, joint, params, &self.sets) {
+        if sim::step_with_sets(&mut self.state, joint, params, &self.sets, &self.services) {
             self.services = sim::service_sets(&self.state);
         }
     }
