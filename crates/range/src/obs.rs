@@ -231,6 +231,35 @@ pub fn write_adj_changed(params: &Params, out: &mut [f32], rows: &[u128], prev: 
     }
 }
 
+/// [`write_adj_changed`] with a `prev`, visiting only the rows in `candidates`: the caller
+/// knows every other row is zero in both `rows` and `prev` (an adjacency row is non-zero only
+/// for a slot the agent sees), so those rows have nothing to flip. A test compares the two.
+pub fn write_adj_flips(
+    params: &Params,
+    out: &mut [f32],
+    rows: &[u128],
+    prev: &[u128],
+    candidates: u128,
+) {
+    let n = params.max_hosts;
+    let mut cand = candidates;
+    while cand != 0 {
+        let i = cand.trailing_zeros() as usize;
+        cand &= cand - 1;
+        if i >= n {
+            break;
+        }
+        let r = rows[i];
+        let mut flipped = prev[i] ^ r;
+        let row = &mut out[i * n..(i + 1) * n];
+        while flipped != 0 {
+            let j = flipped.trailing_zeros() as usize;
+            row[j] = if (r >> j) & 1 == 1 { 1.0 } else { 0.0 };
+            flipped &= flipped - 1;
+        }
+    }
+}
+
 /// `adj_matrix`: `[i * max_hosts + j] = 1` when slot i reaches slot j; red sees only pairs it
 /// discovered.
 pub fn write_adj(state: &State, params: &Params, agent: usize, out: &mut [f32]) {
@@ -461,6 +490,29 @@ mod tests {
     use crate::params::{PRESETS, SCENARIOS};
     use crate::sampler::ActionSampler;
     use crate::sim::JointAction;
+
+    /// Flipping only the candidate rows (those non-zero before or after) writes what
+    /// `write_adj_changed` writes, over random rows, in a matrix kept across cases.
+    #[test]
+    fn adj_flips_over_candidates_equal_adj_changed() {
+        let mut draw = crate::rng::Rng::new(2, "adj-flips-test");
+        let params = Params::new(crate::params::Scenario::Ransomware);
+        let n = params.max_hosts;
+        let mut set =
+            |d: u32| (0..n).fold(0u128, |m, i| m | u128::from(draw.range(0, 99) < d) << i);
+        let (mut got, mut want) = (vec![0f32; n * n], vec![0f32; n * n]);
+        let (mut prev, mut prev_support) = (vec![0u128; n], 0u128);
+        for case in 0..300 {
+            let support = set([5, 20, 60][case % 3]);
+            let rows: Vec<u128> = (0..n)
+                .map(|i| if support >> i & 1 == 1 { set(30) } else { 0 })
+                .collect();
+            write_adj_changed(&params, &mut want, &rows, Some(&prev));
+            write_adj_flips(&params, &mut got, &rows, &prev, support | prev_support);
+            assert_eq!(got, want, "case {case}");
+            (prev, prev_support) = (rows, support);
+        }
+    }
 
     /// `write_obs_over` with the host sets' visible slots, into a row kept across steps and
     /// episodes, holds the bits of a fresh `write_obs` after every step, for every agent,

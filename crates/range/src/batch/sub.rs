@@ -168,7 +168,8 @@ impl SubEnv {
                     let k = usize::from(a == RED);
                     if adj_moved[k] {
                         let [rows, prev] = &adj_rows[k];
-                        obs::write_adj_changed(params, d, &rows[..mh], Some(&prev[..mh]));
+                        let candidates = adj_now[k].seen() | self.adj[k].seen();
+                        obs::write_adj_flips(params, d, &rows[..mh], &prev[..mh], candidates);
                     }
                 }
                 (key, _) => unreachable!("no rendering for {key} of this dtype"),

@@ -235,6 +235,13 @@ pub struct AdjacencyInputs {
     subnet: [u128; 5],
 }
 
+impl AdjacencyInputs {
+    /// The slots whose rows may be non-zero (every other row of these inputs is zero).
+    pub fn seen(&self) -> u128 {
+        self.seen
+    }
+}
+
 /// The inputs of `agent`'s adjacency rows, restricted to the slots it sees: every term of
 /// [`adjacency_rows_from`] is masked by `seen` (a row's slot is a member, so seen; its bits
 /// are `up`, `open` and subnet sets and-ed with `seen`), so the rows are the same, and a
