@@ -7,10 +7,11 @@ use crate::topology::{self, SECURE};
 use crate::{N_TYPES, RED};
 
 use super::events::Events;
+use super::host_sets::host_sets_with;
 use super::hypervisor::red_success_probability;
 use super::logging::emit;
 use super::state::State;
-use super::validity::{host_sets_with, target_sets, target_sets_with};
+use super::validity::{target_sets, target_sets_with};
 
 pub(super) fn gain(state: &mut State, target: usize, level: u8, ev: &mut Events) {
     let now = state.tick;

@@ -6,9 +6,10 @@ use crate::params::Params;
 use crate::{N_AGENTS, N_TYPES, RED};
 
 use super::events::Events;
+use super::host_sets::ServiceSets;
 use super::hypervisor::duration;
 use super::state::{InFlight, JointAction, State};
-use super::validity::{all_target_sets, is_valid_with, kind_of, ServiceSets};
+use super::validity::{all_target_sets, is_valid_with, kind_of};
 use super::{blue, churn, green, logging, pcap, red, scenario};
 
 /// Advances the episode by one event-driven step: actions are validated against the state at
@@ -181,7 +182,8 @@ mod tests {
     use super::*;
     use crate::params::{PRESETS, SCENARIOS};
     use crate::sampler::ActionSampler;
-    use crate::sim::validity::{all_target_sets_with, host_sets_with, service_sets, write_mask};
+    use crate::sim::host_sets::{host_sets_with, service_sets};
+    use crate::sim::validity::{all_target_sets_with, write_mask};
 
     /// Service sets kept across steps and recomputed only when `step_with_sets` says so (as
     /// the batch and the single env keep them) equal fresh ones after every step, in every
