@@ -11,74 +11,26 @@
 //! the walk would. A line evicted outside the window changes nothing: the buffer evicts oldest
 //! first, so it was older than the window, which then was full and stays so.
 
+use std::collections::VecDeque;
+
 use crate::params::Params;
 use crate::siem::{self, EMBED_DIM};
 use crate::sim::{State, BLUE_SUBNETS};
-
-/// Lines a window names in place. A window of more lines (`embedding_lines` above this) is
-/// walked afresh at every update instead.
-const RING: usize = 64;
 
 #[derive(Debug, Clone)]
 pub(super) struct EmbedWindow {
     /// Signed token counts of the window's lines (a feature's top bit is its sign).
     counts: [i32; EMBED_DIM],
     /// The window's lines as episode line numbers (lines pushed into the buffer before it),
-    /// oldest first, kept in place beside the counts rather than in a heap `VecDeque` (at
-    /// thousands of sub-envs, every update read that cold heap block).
-    lines: Ring,
-}
-
-/// A queue of at most [`RING`] line numbers, in place.
-#[derive(Debug, Clone)]
-struct Ring {
-    at: [u64; RING],
-    head: usize,
-    len: usize,
-}
-
-impl Ring {
-    fn front(&self) -> Option<u64> {
-        (self.len > 0).then(|| self.at[self.head])
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn push_back(&mut self, line: u64) {
-        self.at[(self.head + self.len) % RING] = line;
-        self.len += 1;
-    }
-
-    fn push_front(&mut self, line: u64) {
-        self.head = (self.head + RING - 1) % RING;
-        self.at[self.head] = line;
-        self.len += 1;
-    }
-
-    fn pop_front(&mut self) -> Option<u64> {
-        let line = self.front()?;
-        self.head = (self.head + 1) % RING;
-        self.len -= 1;
-        Some(line)
-    }
-
-    fn clear(&mut self) {
-        self.head = 0;
-        self.len = 0;
-    }
+    /// oldest first.
+    lines: VecDeque<u64>,
 }
 
 impl EmbedWindow {
     pub(super) fn new() -> EmbedWindow {
         EmbedWindow {
             counts: [0; EMBED_DIM],
-            lines: Ring {
-                at: [0; RING],
-                head: 0,
-                len: 0,
-            },
+            lines: VecDeque::new(),
         }
     }
 
@@ -98,8 +50,8 @@ impl EmbedWindow {
         let base = pushed - buf.len() as u64;
         // A window line left the buffer (its tokens are gone with it; the buffer evicts oldest
         // first, so older lines of the agent's subnets went too), or lines of this step did.
-        let lost = self.lines.front().is_some_and(|oldest| oldest < base);
-        if full || lost || fresh >= buf.len() || params.embedding_lines > RING {
+        let lost = self.lines.front().is_some_and(|&oldest| oldest < base);
+        if full || lost || fresh >= buf.len() {
             return self.rebuild(state, params, agent, base);
         }
         for i in buf.len() - fresh..buf.len() {
@@ -121,22 +73,16 @@ impl EmbedWindow {
     }
 
     /// The window from the buffer, newest line first, as [`obs::write_embedding`] walks it.
-    /// A window wider than [`RING`] names no lines, so that every update rebuilds it.
     fn rebuild(&mut self, state: &State, params: &Params, agent: usize, base: u64) {
         self.counts = [0; EMBED_DIM];
         self.lines.clear();
-        let kept = params.embedding_lines <= RING;
-        let mut n = 0;
         for (i, line) in state.siem.buffer.iter().enumerate().rev() {
-            if n == params.embedding_lines {
+            if self.lines.len() == params.embedding_lines {
                 break;
             }
             if BLUE_SUBNETS[agent] & (1 << line.subnet) != 0 {
                 count(&mut self.counts, &line.features, 1);
-                if kept {
-                    self.lines.push_front(base + i as u64);
-                }
-                n += 1;
+                self.lines.push_front(base + i as u64);
             }
         }
     }
@@ -177,11 +123,7 @@ mod tests {
         for scenario in SCENARIOS {
             for preset in PRESETS {
                 let mut params = Params::new(scenario).with_preset(preset).unwrap();
-                // The default window, narrow ones, and one wider than the ring (walked).
-                let wide = (RING + 6, RING + 20);
-                let buffer = params.log_buffer;
-                for (seed, lines) in [(0, params.embedding_lines), (1, 1), (2, 3), (3, wide.0)] {
-                    params.log_buffer = if seed == 3 { wide.1 } else { buffer };
+                for (seed, lines) in [(0, params.embedding_lines), (1, 1), (2, 3)] {
                     params.embedding_lines = lines.min(params.log_buffer);
                     let mut state = sim::reset(seed, &params);
                     let mut sampler = ActionSampler::new(seed);
