@@ -2,7 +2,8 @@
 //! (rayon), their observations, rewards and flags in contiguous `[N, ...]` buffers.
 //!
 //! Each sub-env is a `State` stepped by the same pure core as a single env and rendered by the
-//! same functions, straight into its slots of the buffers (`sub`), so sub-env i is
+//! same functions (or variants proven equal, see `sub`), straight into its slots of the
+//! buffers, so sub-env i is
 //! bit-identical to a single env reset with its seed and given its actions, whatever the
 //! thread count (the threads share nothing but read-only parameters). Infos and logs are
 //! rendered only when asked for ([`Batch::transition`]).

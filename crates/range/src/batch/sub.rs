@@ -6,13 +6,15 @@
 //! its buffers: two copies of every observation and a map per agent rewritten each step, for
 //! thousands of sub-envs that do not fit in cache. Here the buffer slot is the only copy, infos
 //! and logs are rendered only when asked for ([`crate::render_transition`]), and the
-//! per-sub-env footprint is the `State` plus 10 KB of bitsets.
+//! per-sub-env footprint is the `State` plus 4 KB of bitsets and counts.
 //!
-//! Parity: every array is written by the same `obs` / `sim` function the single env uses, from
-//! the same state, with the same skips (an embedding only when lines about its subnets came
-//! or went, an `adj_matrix` row only when its bitset moved); a skipped array therefore holds
-//! what a fresh rendering would write, as the single env's does (tests/batch.rs compares every
-//! slot with a single env; tests/determinism.rs the single env with fresh renderings).
+//! Parity: every array is written from the same state by the same `obs` / `sim` function the
+//! single env uses, or by a variant that writes less and that a unit test proves equal
+//! (`obs::write_obs_over`, `obs::write_adj_flips`, the kept embedding windows), with the same
+//! skips (an embedding only when lines about its subnets came or went, an `adj_matrix` entry
+//! only when it flipped); a skipped array therefore holds what a fresh rendering would write,
+//! as the single env's does (tests/batch.rs compares every slot with a single env;
+//! tests/determinism.rs the single env with fresh renderings).
 
 use crate::obs;
 use crate::params::Params;
