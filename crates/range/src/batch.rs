@@ -2,7 +2,8 @@
 //! (rayon), their observations, rewards and flags in contiguous `[N, ...]` buffers.
 //!
 //! Each sub-env is a `State` stepped by the same pure core as a single env and rendered by the
-//! same functions, straight into its slots of the buffers (`sub`), so sub-env i is
+//! same functions (or variants proven equal, see `sub`), straight into its slots of the
+//! buffers, so sub-env i is
 //! bit-identical to a single env reset with its seed and given its actions, whatever the
 //! thread count (the threads share nothing but read-only parameters). Infos and logs are
 //! rendered only when asked for ([`Batch::transition`]).
@@ -24,7 +25,7 @@ use crate::params::Params;
 use crate::sampler::ActionSampler;
 use crate::sim::{JointAction, State};
 use crate::{RangeError, N_AGENTS};
-use sub::{Dst, SubEnv};
+use sub::{Dst, Scratch, SubEnv};
 
 /// One observation key of one agent, stored for every sub-env.
 #[derive(Debug, Clone)]
@@ -360,6 +361,7 @@ impl Chunk<'_> {
         stride: u64,
     ) -> Result<(), RangeError> {
         let stepping = actions.is_some() || self.samplers.is_some();
+        let mut scratch = Scratch::new();
         for j in 0..self.envs.len() {
             let mut sampled = JointAction::default();
             if let Some(samplers) = self.samplers.as_deref_mut() {
@@ -390,7 +392,7 @@ impl Chunk<'_> {
                     false
                 }
             };
-            env.render(params, specs, &mut self.parts, j, full);
+            env.render(params, specs, &mut self.parts, j, full, &mut scratch);
             let state = &env.state;
             slot.reset_pending = state.done();
             self.rewards[j * N_AGENTS..(j + 1) * N_AGENTS].copy_from_slice(&state.last.rewards);

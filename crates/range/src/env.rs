@@ -177,7 +177,13 @@ impl RangeEnv {
         if self.state.done() {
             return Err(EnvError::new("the episode is over: call reset"));
         }
-        if sim::step_with_sets(&mut self.state, joint, &self.params, &self.sets) {
+        if sim::step_with_sets(
+            &mut self.state,
+            joint,
+            &self.params,
+            &self.sets,
+            &self.services,
+        ) {
             self.services = sim::service_sets(&self.state);
         }
         self.refresh(false);

@@ -55,17 +55,22 @@ pub fn ip_string(addr: u32) -> String {
     s
 }
 
-/// Appends the dotted quad without an intermediate allocation.
+/// Appends the dotted quad without an intermediate allocation or the formatter (every SIEM
+/// line has one or two).
 pub fn push_ip(out: &mut String, addr: u32) {
-    use std::fmt::Write;
-    let _ = write!(
-        out,
-        "{}.{}.{}.{}",
-        addr >> 24,
-        (addr >> 16) & 255,
-        (addr >> 8) & 255,
-        addr & 255
-    );
+    for (k, shift) in [24, 16, 8, 0].into_iter().enumerate() {
+        if k > 0 {
+            out.push('.');
+        }
+        let o = (addr >> shift) as u8;
+        if o >= 100 {
+            out.push(char::from(b'0' + o / 100));
+        }
+        if o >= 10 {
+            out.push(char::from(b'0' + (o / 10) % 10));
+        }
+        out.push(char::from(b'0' + o % 10));
+    }
 }
 
 /// True when traffic from subnet `from` (or [`INTERNET`]) may go to subnet `to`.
@@ -469,6 +474,12 @@ mod tests {
     fn addresses_print_as_dotted_quads() {
         assert_eq!(ip_string(SUBNET_BASE[DMZ as usize] | 20), "192.168.1.20");
         assert_eq!(ip_string(ip(10, 0, 99, 7)), "10.0.99.7");
+        // Every octet value in every position, against the formatter.
+        for o in 0..=255u32 {
+            let addr = o << 24 | (255 - o) << 16 | (o * 7 % 256) << 8 | (o * 13 % 256);
+            let want = format!("{}.{}.{}.{}", o, 255 - o, o * 7 % 256, o * 13 % 256);
+            assert_eq!(ip_string(addr), want);
+        }
     }
 
     #[test]

@@ -6,13 +6,15 @@
 //! its buffers: two copies of every observation and a map per agent rewritten each step, for
 //! thousands of sub-envs that do not fit in cache. Here the buffer slot is the only copy, infos
 //! and logs are rendered only when asked for ([`crate::render_transition`]), and the
-//! per-sub-env footprint is the `State` plus 10 KB of bitsets.
+//! per-sub-env footprint is the `State` plus 4 KB of bitsets and counts.
 //!
-//! Parity: every array is written by the same `obs` / `sim` function the single env uses, from
-//! the same state, with the same skips (an embedding only when lines about its subnets came
-//! or went, an `adj_matrix` row only when its bitset moved); a skipped array therefore holds
-//! what a fresh rendering would write, as the single env's does (tests/batch.rs compares every
-//! slot with a single env; tests/determinism.rs the single env with fresh renderings).
+//! Parity: every array is written from the same state by the same `obs` / `sim` function the
+//! single env uses, or by a variant that writes less and that a unit test proves equal
+//! (`obs::write_obs_over`, `obs::write_adj_flips`, the kept embedding windows), with the same
+//! skips (an embedding only when lines about its subnets came or went, an `adj_matrix` entry
+//! only when it flipped); a skipped array therefore holds what a fresh rendering would write,
+//! as the single env's does (tests/batch.rs compares every slot with a single env;
+//! tests/determinism.rs the single env with fresh renderings).
 
 use crate::obs;
 use crate::params::Params;
@@ -28,13 +30,31 @@ pub(super) enum Dst<'a> {
     I8(&'a mut [i8]),
 }
 
+/// Working memory a thread reuses for every sub-env it renders.
+pub(super) struct Scratch {
+    /// Per adjacency (`[0]` blue, `[1]` red): the rows now and the rows the slots hold.
+    adj_rows: [[[u128; 128]; 2]; 2],
+}
+
+impl Scratch {
+    pub(super) fn new() -> Box<Scratch> {
+        Box::new(Scratch {
+            adj_rows: [[[0; 128]; 2]; 2],
+        })
+    }
+}
+
 pub(super) struct SubEnv {
     pub(super) state: State,
     /// Target sets of the current state (its masks); the next step validates against them.
     sets: [[u128; N_TYPES]; N_AGENTS],
-    /// The `adj_matrix` rows the buffer slots hold (all zero for a zeroed slot): `[0]` for
-    /// the three blue agents (always written together from the same rows), `[1]` for red.
-    adj: [[u128; 128]; 2],
+    /// The inputs of the `adj_matrix` rows the buffer slots hold (default, all zero rows, for
+    /// a zeroed slot): `[0]` for the three blue agents (always written together from the same
+    /// rows), `[1]` for red. Rows are a function of their inputs alone, so unchanged inputs
+    /// mean unchanged rows, and the rows the slots hold are recomputed from the kept inputs
+    /// when they did change (128 bytes kept and compared per agent instead of 1.6 KB of rows
+    /// kept, compared and copied every step).
+    adj: [sim::AdjacencyInputs; 2],
     /// The service-derived sets of `state`, recomputed only when a step says services changed
     /// (at 4096 sub-envs, reading every host's services each step costs a cache miss per host).
     services: sim::ServiceSets,
@@ -42,6 +62,8 @@ pub(super) struct SubEnv {
     /// this episode as of the last rendering (how a window names its lines).
     embed: [EmbedWindow; 3],
     pushed: u64,
+    /// Per agent: the `obs` slot is zero from this entry on (0 for a zeroed slot).
+    obs_written: [usize; N_AGENTS],
 }
 
 impl SubEnv {
@@ -52,9 +74,10 @@ impl SubEnv {
             services: sim::service_sets(&state),
             state,
             sets: [[0; N_TYPES]; N_AGENTS],
-            adj: [[0; 128]; 2],
+            adj: [sim::AdjacencyInputs::default(); 2],
             embed: [EmbedWindow::new(), EmbedWindow::new(), EmbedWindow::new()],
             pushed: 0,
+            obs_written: [0; N_AGENTS],
         }
     }
 
@@ -65,7 +88,7 @@ impl SubEnv {
 
     /// The caller never steps a finished episode (the batch resets it instead).
     pub(super) fn step(&mut self, joint: &JointAction, params: &Params) {
-        if sim::step_with_sets(&mut self.state, joint, params, &self.sets) {
+        if sim::step_with_sets(&mut self.state, joint, params, &self.sets, &self.services) {
             self.services = sim::service_sets(&self.state);
         }
     }
@@ -79,6 +102,7 @@ impl SubEnv {
         out: &mut [Dst<'_>],
         j: usize,
         full: bool,
+        scratch: &mut Scratch,
     ) {
         let state = &self.state;
         self.pushed = if full {
@@ -91,15 +115,21 @@ impl SubEnv {
         let new_line_subnets = obs::subnets_with_changed_lines(state);
         let mh = params.max_hosts;
         // Adjacency depends on the agent only through red's discovery: one computation for
-        // the three blue agents.
-        let mut blue_rows = [0u128; 128];
-        let mut red_rows = [0u128; 128];
-        sim::adjacency_rows(&hs, 0, &mut blue_rows[..mh]);
-        sim::adjacency_rows(&hs, RED, &mut red_rows[..mh]);
-        let adj_moved = [
-            self.adj[0][..mh] != blue_rows[..mh],
-            self.adj[1][..mh] != red_rows[..mh],
+        // the three blue agents, and none when its inputs did not move.
+        let adj_now = [
+            sim::adjacency_inputs(&hs, 0),
+            sim::adjacency_inputs(&hs, RED),
         ];
+        let adj_moved = [self.adj[0] != adj_now[0], self.adj[1] != adj_now[1]];
+        // When they moved: the rows now, and the rows the slots hold (from the kept inputs), in
+        // the thread's scratch (not zeroed per sub-env: each is written before it is read).
+        let adj_rows = &mut scratch.adj_rows;
+        for k in 0..2 {
+            if adj_moved[k] {
+                sim::adjacency_rows_from(&adj_now[k], &mut adj_rows[k][0][..mh]);
+                sim::adjacency_rows_from(&self.adj[k], &mut adj_rows[k][1][..mh]);
+            }
+        }
         for (spec, dst) in specs.iter().zip(out.iter_mut()) {
             let a = spec.agent;
             let len = spec.len();
@@ -112,7 +142,16 @@ impl SubEnv {
                 ("action_mask", Dst::I8(d)) => {
                     sim::write_mask_with(state, params, a, &self.sets[a], d)
                 }
-                ("obs", Dst::F32(d)) => obs::write_obs(state, params, a, d),
+                ("obs", Dst::F32(d)) => {
+                    self.obs_written[a] = obs::write_obs_over(
+                        state,
+                        params,
+                        a,
+                        hs.visible(a),
+                        d,
+                        self.obs_written[a],
+                    );
+                }
                 ("siem_embedding", Dst::F32(d)) => {
                     if a == RED {
                         if full {
@@ -128,19 +167,17 @@ impl SubEnv {
                 ("pcap", Dst::F32(d)) => obs::write_pcap(state, d),
                 ("node_features", Dst::F32(d)) => obs::write_node_features(state, params, a, d),
                 ("adj_matrix", Dst::F32(d)) => {
-                    let (rows, k) = if a == RED {
-                        (&red_rows, 1)
-                    } else {
-                        (&blue_rows, 0)
-                    };
+                    let k = usize::from(a == RED);
                     if adj_moved[k] {
-                        obs::write_adj_changed(params, d, &rows[..mh], Some(&self.adj[k][..mh]));
+                        let [rows, prev] = &adj_rows[k];
+                        let candidates = adj_now[k].seen() | self.adj[k].seen();
+                        obs::write_adj_flips(params, d, &rows[..mh], &prev[..mh], candidates);
                     }
                 }
                 (key, _) => unreachable!("no rendering for {key} of this dtype"),
             }
         }
-        self.adj[0][..mh].copy_from_slice(&blue_rows[..mh]);
-        self.adj[1][..mh].copy_from_slice(&red_rows[..mh]);
+        // Every agent has an `adj_matrix`: the slots now hold the rows of these inputs.
+        self.adj = adj_now;
     }
 }

@@ -102,10 +102,10 @@ impl Template {
     }
 }
 
-use Template::*;
-
 mod flavor;
+mod text;
 pub use flavor::{benign_image, Flavor, BENIGN, FALSE_POSITIVE, RED_FLAVOR};
+pub use text::{render, render_line};
 
 const USERS: [&str; 6] = [
     "alice",
@@ -132,135 +132,6 @@ pub struct LineCtx<'a> {
     pub flavor: &'a Flavor,
     pub benign_image: Option<&'static str>,
     pub success: bool,
-}
-
-/// Renders one event. All variable parts (template, user, ports, domain) come from `rng`.
-pub fn render(ctx: &LineCtx<'_>, rng: &mut Rng) -> String {
-    let weights: [f64; 5] = {
-        let mut w = [0.0; 5];
-        for (i, (_, x)) in ctx.flavor.templates.iter().take(5).enumerate() {
-            w[i] = *x;
-        }
-        w
-    };
-    let ti = rng.weighted_index(&weights).unwrap_or(0);
-    let template = ctx.flavor.templates[ti].0;
-    let user = USERS[rng.below(USERS.len() as u64) as usize];
-    let src_port = rng.range(49152, 65535);
-    let domain = DOMAINS[rng.below(DOMAINS.len() as u64) as usize];
-    let image = ctx.benign_image.unwrap_or(ctx.flavor.image);
-    let command = if ctx.benign_image.is_some() {
-        image
-    } else {
-        ctx.flavor.command
-    };
-    let port = if ctx.benign_image.is_some() {
-        443
-    } else {
-        ctx.flavor.port
-    };
-
-    let mut s = String::with_capacity(360);
-    let provider = if template.sysmon() {
-        "Microsoft-Windows-Sysmon"
-    } else {
-        "Microsoft-Windows-Security-Auditing"
-    };
-    let _ = write!(
-        s,
-        "<Event><System><Provider Name=\"{provider}\"/><EventID>{}</EventID><EventRecordID>{}</EventRecordID><TimeCreated SystemTime=\"{}\"/><Computer>",
-        template.event_id(),
-        ctx.record,
-        lockstep::clock::format_rfc3339_millis(ctx.unix, 0),
-    );
-    push_ip(&mut s, ctx.computer);
-    s.push_str("</Computer></System><EventData>");
-    let data = |s: &mut String, name: &str, value: &str| {
-        let _ = write!(s, "<Data Name=\"{name}\">{value}</Data>");
-    };
-    let data_ip = |s: &mut String, name: &str, addr: u32| {
-        let _ = write!(s, "<Data Name=\"{name}\">");
-        push_ip(s, addr);
-        s.push_str("</Data>");
-    };
-    match template {
-        Logon4624 => {
-            data(&mut s, "TargetUserName", user);
-            data(&mut s, "LogonType", if ctx.success { "3" } else { "10" });
-            data_ip(&mut s, "IpAddress", ctx.peer);
-            let _ = write!(s, "<Data Name=\"IpPort\">{src_port}</Data>");
-        }
-        LogonFailed4625 => {
-            data(&mut s, "TargetUserName", user);
-            data(&mut s, "Status", "0xc000006d");
-            data_ip(&mut s, "IpAddress", ctx.peer);
-        }
-        ExplicitCreds4648 => {
-            data(&mut s, "SubjectUserName", user);
-            data(&mut s, "TargetUserName", "administrator");
-            data_ip(&mut s, "TargetServerName", ctx.peer);
-            data(&mut s, "ProcessName", image);
-        }
-        ProcessCreate4688 => {
-            data(&mut s, "SubjectUserName", user);
-            data(&mut s, "NewProcessName", image);
-            data(&mut s, "CommandLine", command);
-        }
-        KerberosTgt4768 => {
-            data(&mut s, "TargetUserName", user);
-            data(&mut s, "ServiceName", "krbtgt");
-            data(
-                &mut s,
-                "TicketEncryptionType",
-                if ctx.benign_image.is_some() {
-                    "0x12"
-                } else {
-                    "0x17"
-                },
-            );
-            data_ip(&mut s, "IpAddress", ctx.peer);
-        }
-        CredValidation4776 => {
-            data(&mut s, "TargetUserName", user);
-            data(
-                &mut s,
-                "Status",
-                if ctx.success { "0x0" } else { "0xc000006a" },
-            );
-        }
-        SysmonProcess1 => {
-            data(&mut s, "Image", image);
-            data(&mut s, "CommandLine", command);
-            data(&mut s, "User", user);
-        }
-        SysmonNetwork3 => {
-            data(&mut s, "Image", image);
-            data_ip(&mut s, "DestinationIp", ctx.peer);
-            let _ = write!(
-                s,
-                "<Data Name=\"DestinationPort\">{port}</Data><Data Name=\"SourcePort\">{src_port}</Data>"
-            );
-        }
-        SysmonProcessAccess10 => {
-            data(&mut s, "SourceImage", image);
-            data(&mut s, "TargetImage", "C:\\Windows\\system32\\lsass.exe");
-            data(
-                &mut s,
-                "GrantedAccess",
-                if ctx.benign_image.is_some() {
-                    "0x1000"
-                } else {
-                    "0x1fffff"
-                },
-            );
-        }
-        SysmonDns22 => {
-            data(&mut s, "Image", image);
-            data(&mut s, "QueryName", domain);
-        }
-    }
-    s.push_str("</EventData></Event>");
-    s
 }
 
 /// FNV-1a, 32 bit: the fixed hash of the encoder.
@@ -301,37 +172,106 @@ const CLASS: [u8; 256] = {
 /// Every new SIEM line goes through here, so the scan is one pass: a token is hashed
 /// ([`fnv1a`], inlined) while it is found, and a skipped one is only scanned.
 pub fn features(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let n = bytes.len();
     let mut out = Vec::with_capacity(32);
+    push_features(text.as_bytes(), &mut out);
+    out
+}
+
+/// Appends the features of `bytes` (tokenised alone, as [`features`] does) to `out`.
+pub(crate) fn push_features(bytes: &[u8], out: &mut Vec<u8>) {
     let mut prev_event_id = false;
     let mut i = 0;
-    while i < n {
-        let class = CLASS[bytes[i] as usize];
-        if class == SEP {
+    while i < bytes.len() {
+        if CLASS[bytes[i] as usize] == SEP {
             i += 1;
             continue;
         }
-        let start = i;
-        if class == DIGIT && !prev_event_id {
-            i += 1;
-            while i < n && CLASS[bytes[i] as usize] != SEP {
-                i += 1;
-            }
-            // A token starting with a digit is not `EventID`.
-            prev_event_id = false;
-            continue;
+        let (end, feature, event_id) = next_token(bytes, i, prev_event_id);
+        i = end;
+        prev_event_id = event_id;
+        if let Some(f) = feature {
+            out.push(f);
         }
-        let mut h: u32 = 0x811c_9dc5;
-        while i < n && CLASS[bytes[i] as usize] != SEP {
-            h ^= u32::from(bytes[i]);
-            h = h.wrapping_mul(0x0100_0193);
-            i += 1;
-        }
-        prev_event_id = &bytes[start..i] == b"EventID";
-        out.push(((h & 0x7f) as u8) | (((h >> 31) as u8) << 7));
     }
-    out
+}
+
+/// The token of `bytes` starting at `start` (not a separator): where it ends, its feature
+/// unless it is skipped (digit-led, not right after `EventID`), and whether it is `EventID`.
+/// A `const fn`, so that fixed text can be tokenised at compile time ([`Feats::of`]) by the
+/// same code as the lines.
+#[inline(always)]
+const fn next_token(bytes: &[u8], start: usize, prev_event_id: bool) -> (usize, Option<u8>, bool) {
+    let n = bytes.len();
+    let mut i = start;
+    if CLASS[bytes[i] as usize] == DIGIT && !prev_event_id {
+        i += 1;
+        while i < n && CLASS[bytes[i] as usize] != SEP {
+            i += 1;
+        }
+        // A token starting with a digit is not `EventID`.
+        return (i, None, false);
+    }
+    let mut h: u32 = 0x811c_9dc5;
+    while i < n && CLASS[bytes[i] as usize] != SEP {
+        h ^= bytes[i] as u32;
+        h = h.wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    let event_id = i - start == 7 && {
+        let id = b"EventID";
+        let mut k = 0;
+        while k < 7 && bytes[start + k] == id[k] {
+            k += 1;
+        }
+        k == 7
+    };
+    (
+        i,
+        Some(((h & 0x7f) as u8) | (((h >> 31) as u8) << 7)),
+        event_id,
+    )
+}
+
+/// The features of a fixed piece of text, computed at compile time (`const { Feats::of(..) }`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Feats {
+    buf: [u8; 8],
+    len: usize,
+}
+
+impl Feats {
+    /// [`features`] of `text`, which has at most 8 tokens (more fails to compile).
+    pub(crate) const fn of(text: &str) -> Feats {
+        let bytes = text.as_bytes();
+        let mut out = Feats {
+            buf: [0; 8],
+            len: 0,
+        };
+        let mut prev_event_id = false;
+        let mut i = 0;
+        while i < bytes.len() {
+            if CLASS[bytes[i] as usize] == SEP {
+                i += 1;
+                continue;
+            }
+            let (end, feature, event_id) = next_token(bytes, i, prev_event_id);
+            i = end;
+            prev_event_id = event_id;
+            if let Some(f) = feature {
+                assert!(
+                    out.len < out.buf.len(),
+                    "a fixed piece has at most 8 tokens"
+                );
+                out.buf[out.len] = f;
+                out.len += 1;
+            }
+        }
+        out
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
 }
 
 /// Adds the signed token counts of `features` into `acc`.

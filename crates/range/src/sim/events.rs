@@ -17,6 +17,10 @@ pub(super) struct Events {
     /// Energy each agent paid for the action it started this step (the action-cost term).
     pub(super) cost: [f64; crate::N_AGENTS],
     /// Some host's services may have changed (a patch, a decoy, an arrival): callers keeping
-    /// [`super::validity::ServiceSets`] recompute them. Set whenever it might be so.
+    /// [`super::host_sets::ServiceSets`] recompute them. Set whenever it might be so.
     pub(super) services_changed: bool,
+    /// The caller's service sets of the state the step started from: exact until
+    /// `services_changed` is set, so that a red completion before then validates its target
+    /// without reading every host's services (cold heap memory at thousands of sub-envs).
+    pub(super) kept_services: Option<super::host_sets::ServiceSets>,
 }

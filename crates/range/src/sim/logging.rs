@@ -29,8 +29,7 @@ pub(super) fn emit(
         success,
     };
     state.siem.next_record += 1;
-    let text = siem::render(&ctx, &mut state.rng.siem);
-    let features = siem::features(&text);
+    let (text, features) = siem::render_line(&ctx, &mut state.rng.siem);
     state.siem.pending.push_back(LogLine {
         visible_at: state.tick + params.log_latency,
         host: host as u16,

@@ -9,6 +9,7 @@ mod blue;
 mod churn;
 mod events;
 mod green;
+mod host_sets;
 mod hypervisor;
 mod logging;
 mod pcap;
@@ -18,13 +19,14 @@ mod state;
 mod step;
 mod validity;
 
+pub use host_sets::{host_sets, host_sets_with, service_sets, HostSets, ServiceSets};
 pub use hypervisor::exploit_probability;
 pub use state::*;
 pub use step::{step, step_with_sets};
 pub use validity::{
-    adjacency_rows, all_target_sets, all_target_sets_with, can_start, host_sets, host_sets_with,
-    is_valid, is_valid_with, kind_of, service_sets, target_sets, types_of, write_mask,
-    write_mask_with, HostSets, ServiceSets,
+    adjacency_inputs, adjacency_rows, adjacency_rows_from, all_target_sets, all_target_sets_with,
+    can_start, is_valid, is_valid_with, kind_of, target_sets, types_of, write_mask,
+    write_mask_with, AdjacencyInputs,
 };
 
 use crate::params::Params;

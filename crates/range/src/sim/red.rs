@@ -7,10 +7,11 @@ use crate::topology::{self, SECURE};
 use crate::{N_TYPES, RED};
 
 use super::events::Events;
+use super::host_sets::host_sets_with;
 use super::hypervisor::red_success_probability;
 use super::logging::emit;
 use super::state::State;
-use super::validity::target_sets;
+use super::validity::{target_sets, target_sets_with};
 
 pub(super) fn gain(state: &mut State, target: usize, level: u8, ev: &mut Events) {
     let now = state.tick;
@@ -52,7 +53,21 @@ pub(super) fn complete_red(
 ) {
     state.metrics.red_completed += 1;
     let mut sets = [0u128; N_TYPES];
-    target_sets(state, params, RED, &mut sets);
+    match ev.kept_services.as_ref().filter(|_| !ev.services_changed) {
+        Some(services) => {
+            let hs = host_sets_with(state, services);
+            target_sets_with(state, params, &hs, RED, &mut sets);
+        }
+        None => target_sets(state, params, RED, &mut sets),
+    }
+    // Unit tests step with kept service sets (sim::step's): check them against fresh ones at
+    // every red completion.
+    #[cfg(test)]
+    {
+        let mut fresh = [0u128; N_TYPES];
+        target_sets(state, params, RED, &mut fresh);
+        assert_eq!(sets, fresh, "kept service sets are stale mid-step");
+    }
     let still_valid = (sets[kind] >> target) & 1 == 1;
     let mut p = red_success_probability(params, kind, &state.hosts[target]);
     if kind == R_PHISHING {

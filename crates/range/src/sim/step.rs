@@ -6,6 +6,7 @@ use crate::params::Params;
 use crate::{N_AGENTS, N_TYPES, RED};
 
 use super::events::Events;
+use super::host_sets::ServiceSets;
 use super::hypervisor::duration;
 use super::state::{InFlight, JointAction, State};
 use super::validity::{all_target_sets, is_valid_with, kind_of};
@@ -15,20 +16,22 @@ use super::{blue, churn, green, logging, pcap, red, scenario};
 /// the start of the step (so the masks shown are exactly what is accepted), started, and the
 /// clock runs to the next completion (at least one tick). Does nothing once the episode is over.
 pub fn step(state: &mut State, actions: &JointAction, params: &Params) {
-    step_inner(state, actions, params, None);
+    step_inner(state, actions, params, None, None);
 }
 
 /// Like [`step`], with the target sets of the current state already computed (the wrapper
 /// has them from rendering the masks; nothing changes the state in between). Returns whether
 /// some host's services may have changed: a caller keeping [`super::ServiceSets`] recomputes
-/// them then (and only then: otherwise they are unchanged).
+/// them then (and only then: otherwise they are unchanged). `services`: the caller's kept
+/// service sets of `state` (red completions read them until a service changes).
 pub fn step_with_sets(
     state: &mut State,
     actions: &JointAction,
     params: &Params,
     sets: &[[u128; N_TYPES]; N_AGENTS],
+    services: &ServiceSets,
 ) -> bool {
-    step_inner(state, actions, params, Some(sets))
+    step_inner(state, actions, params, Some(sets), Some(services))
 }
 
 pub(super) fn step_inner(
@@ -36,6 +39,7 @@ pub(super) fn step_inner(
     actions: &JointAction,
     params: &Params,
     sets: Option<&[[u128; N_TYPES]; N_AGENTS]>,
+    services: Option<&ServiceSets>,
 ) -> bool {
     if state.done() {
         return false;
@@ -44,7 +48,10 @@ pub(super) fn step_inner(
     state.last.evicted_subnets = 0;
     state.last.rewards = [0.0; N_AGENTS];
     state.last.invalid = [false; N_AGENTS];
-    let mut ev = Events::default();
+    let mut ev = Events {
+        kept_services: services.cloned(),
+        ..Events::default()
+    };
 
     let mut valid = [false; N_AGENTS];
     let fresh;
@@ -175,7 +182,8 @@ mod tests {
     use super::*;
     use crate::params::{PRESETS, SCENARIOS};
     use crate::sampler::ActionSampler;
-    use crate::sim::validity::{all_target_sets_with, host_sets_with, service_sets, write_mask};
+    use crate::sim::host_sets::{host_sets_with, service_sets};
+    use crate::sim::validity::{all_target_sets_with, write_mask};
 
     /// Service sets kept across steps and recomputed only when `step_with_sets` says so (as
     /// the batch and the single env keep them) equal fresh ones after every step, in every
@@ -203,7 +211,7 @@ mod tests {
                             *act = sampler.sample(a, &mask);
                         }
                         let before = service_sets(&state);
-                        if step_with_sets(&mut state, &joint, &params, &sets) {
+                        if step_with_sets(&mut state, &joint, &params, &sets, &kept) {
                             kept = service_sets(&state);
                         }
                         let fresh = service_sets(&state);

@@ -7,150 +7,8 @@ use crate::params::Params;
 use crate::topology::{self, CORPORATE, GUEST, NONE, SECURE};
 use crate::{N_AGENTS, N_TYPES, RED};
 
-use super::state::{AgentAction, State, BLUE_SUBNETS, MAX_DECOYS, MAX_TRAININGS};
-
-/// Host-slot sets describing the state, computed in one pass.
-pub struct HostSets {
-    active: u128,
-    up: u128,
-    blocked: u128,
-    subnet: [u128; 6],
-    discovered: u128,
-    scanned: u128,
-    user: u128,
-    root: u128,
-    windows: u128,
-    linux: u128,
-    dc: u128,
-    misinformed: u128,
-    exploit_svc: [u128; 4],
-    smb: u128,
-    plc: u128,
-    edr: u128,
-    persistent: u128,
-    encrypted: u128,
-    isolated: u128,
-    restoring: u128,
-    honeytoken: u128,
-    decoy: u128,
-    unpatched: u128,
-    comm: u128,
-    /// Slots in subnets whose SMB is still open (no ConfigureACL yet).
-    acl_open: u128,
-    /// Slots in subnets where awareness training still helps.
-    trainable: u128,
-}
-
-/// The sets that depend on the hosts' services, over every slot (active or not): they change
-/// only when a service does (a patch, a decoy, an arriving host), so a caller that knows when
-/// that happens ([`super::step_with_sets`] says) keeps them and skips a pointer chase per host
-/// per step ([`host_sets_with`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ServiceSets {
-    exploit_svc: [u128; 4],
-    smb: u128,
-    unpatched: u128,
-}
-
-pub fn service_sets(state: &State) -> ServiceSets {
-    let mut s = ServiceSets::default();
-    for (i, h) in state.hosts.iter().enumerate() {
-        let b = 1u128 << i;
-        for svc in &h.services {
-            let ex = topology::SERVICES[svc.kind as usize].exploit;
-            if ex < 4 {
-                s.exploit_svc[ex] |= b;
-            }
-            if svc.kind == 0 {
-                s.smb |= b;
-            }
-            if !svc.patched {
-                s.unpatched |= b;
-            }
-        }
-    }
-    s
-}
-
-pub fn host_sets(state: &State) -> HostSets {
-    host_sets_with(state, &service_sets(state))
-}
-
-/// [`host_sets`] from the state's [`service_sets`].
-pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
-    let mut s = HostSets {
-        active: 0,
-        up: 0,
-        blocked: 0,
-        subnet: [0; 6],
-        discovered: 0,
-        scanned: 0,
-        user: 0,
-        root: 0,
-        windows: 0,
-        linux: 0,
-        dc: 0,
-        misinformed: 0,
-        exploit_svc: [0; 4],
-        smb: 0,
-        plc: 0,
-        edr: 0,
-        persistent: 0,
-        encrypted: 0,
-        isolated: 0,
-        restoring: 0,
-        honeytoken: 0,
-        decoy: 0,
-        unpatched: 0,
-        comm: 0,
-        acl_open: 0,
-        trainable: 0,
-    };
-    for (i, h) in state.hosts.iter().enumerate() {
-        let b = 1u128 << i;
-        s.subnet[h.subnet as usize] |= b;
-        if !h.active {
-            continue;
-        }
-        // Branch-free accumulation: each flag contributes `b` or 0.
-        let m = |c: bool| b & (c as u128).wrapping_neg();
-        s.active |= b;
-        s.up |= m(h.online && !h.isolated && !h.restoring);
-        s.blocked |= m(h.blocked);
-        s.discovered |= m(h.discovered);
-        s.scanned |= m(h.scanned);
-        s.user |= m(h.privilege == 1);
-        s.root |= m(h.privilege == 2);
-        s.windows |= m(topology::is_windows(h.os));
-        s.linux |= m(h.os == topology::OS_LINUX);
-        s.dc |= m(h.dc);
-        s.misinformed |= m(h.misinformed);
-        s.plc |= m(h.plc);
-        s.edr |= m(h.edr);
-        s.persistent |= m(h.persistent);
-        s.encrypted |= m(h.encrypted);
-        s.isolated |= m(h.isolated);
-        s.restoring |= m(h.restoring);
-        s.honeytoken |= m(h.honeytoken);
-        s.decoy |= m(h.decoy);
-        s.comm |= m(state.comm.get(i).is_some_and(|c| *c != 0.0));
-    }
-    // Only active hosts' services count.
-    for (set, svc) in s.exploit_svc.iter_mut().zip(services.exploit_svc) {
-        *set = svc & s.active;
-    }
-    s.smb = services.smb & s.active;
-    s.unpatched = services.unpatched & s.active;
-    for sub in 0..5 {
-        if state.acl_smb & (1 << sub) == 0 {
-            s.acl_open |= s.subnet[sub];
-        }
-        if state.awareness[sub] < MAX_TRAININGS {
-            s.trainable |= s.subnet[sub];
-        }
-    }
-    s
-}
+use super::host_sets::{host_sets, HostSets};
+use super::state::{AgentAction, State, BLUE_SUBNETS, MAX_DECOYS};
 
 /// Hosts red can send to: from the internet, and from every host where it has a session.
 pub(super) fn red_reachable(s: &HostSets) -> u128 {
@@ -204,34 +62,73 @@ pub fn all_target_sets_with(
     out
 }
 
-/// Reachability rows as slot bitsets (`rows[i]` bit j: slot i reaches slot j), restricted to
-/// the slots `agent` sees (red: what it discovered). Same rule as [`topology::reaches`].
-pub fn adjacency_rows(s: &HostSets, agent: usize, rows: &mut [u128]) {
-    rows.fill(0);
+/// Everything [`adjacency_rows`] reads of the host sets for one agent: equal inputs give
+/// equal rows, so a caller that keeps the inputs of the rows it last wrote (128 bytes) knows
+/// when the rows may have moved without keeping or comparing the rows (1.6 KB per agent at
+/// 100 slots).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AdjacencyInputs {
+    /// The slots the agent sees (red: what it discovered).
+    seen: u128,
+    up: u128,
+    blocked: u128,
+    subnet: [u128; 5],
+}
+
+impl AdjacencyInputs {
+    /// The slots whose rows may be non-zero (every other row of these inputs is zero).
+    pub fn seen(&self) -> u128 {
+        self.seen
+    }
+}
+
+/// The inputs of `agent`'s adjacency rows, restricted to the slots it sees: every term of
+/// [`adjacency_rows_from`] is masked by `seen` (a row's slot is a member, so seen; its bits
+/// are `up`, `open` and subnet sets and-ed with `seen`), so the rows are the same, and a
+/// change to a slot the agent does not see does not move the inputs.
+pub fn adjacency_inputs(s: &HostSets, agent: usize) -> AdjacencyInputs {
     let seen = if agent == RED {
         s.active & s.discovered
     } else {
         s.active
     };
-    let open = s.up & !s.blocked;
+    AdjacencyInputs {
+        seen,
+        up: s.up & seen,
+        blocked: s.blocked & seen,
+        subnet: std::array::from_fn(|k| s.subnet[k] & seen),
+    }
+}
+
+/// Reachability rows as slot bitsets (`rows[i]` bit j: slot i reaches slot j), restricted to
+/// the slots `agent` sees (red: what it discovered). Same rule as [`topology::reaches`].
+pub fn adjacency_rows(s: &HostSets, agent: usize, rows: &mut [u128]) {
+    adjacency_rows_from(&adjacency_inputs(s, agent), rows);
+}
+
+/// [`adjacency_rows`] from its inputs alone (all zero inputs: all zero rows).
+pub fn adjacency_rows_from(x: &AdjacencyInputs, rows: &mut [u128]) {
+    rows.fill(0);
+    let seen = x.seen;
+    let open = x.up & !x.blocked;
     let mut cross = [0u128; 5];
     for (from, c) in cross.iter_mut().enumerate() {
         for to in 0..5u8 {
             if to as usize != from && topology::subnet_reaches(from, to) {
-                *c |= open & s.subnet[to as usize];
+                *c |= open & x.subnet[to as usize];
             }
         }
     }
     for (from, c) in cross.iter().enumerate() {
-        let members = s.subnet[from] & s.up & seen;
-        let same = s.up & s.subnet[from] & seen;
+        let members = x.subnet[from] & x.up & seen;
+        let same = x.up & x.subnet[from] & seen;
         let far = c & seen;
         let mut bits = members;
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             let mut r = same;
-            if s.blocked & (1 << i) == 0 {
+            if x.blocked & (1 << i) == 0 {
                 r |= far;
             }
             rows[i] = r & !(1u128 << i);
@@ -459,6 +356,49 @@ mod tests {
     use super::*;
     use crate::params::Scenario;
     use crate::rng::Rng;
+
+    /// Masking the adjacency inputs by the slots seen (what [`adjacency_inputs`] keeps) gives
+    /// the rows of the unmasked sets, over random sets with few and many slots seen.
+    #[test]
+    fn masked_adjacency_inputs_give_the_same_rows() {
+        let mut rng = Rng::new(9, "adjacency-test");
+        let mut set = |density: u32| {
+            let mut v = 0u128;
+            for i in 0..124 {
+                if rng.range(0, 99) < density {
+                    v |= 1 << i;
+                }
+            }
+            v
+        };
+        for k in 0..2000 {
+            let hs = HostSets {
+                active: set([30, 60, 95][k % 3]),
+                discovered: set([10, 50, 90][k / 3 % 3]),
+                up: set(80),
+                blocked: set(20),
+                subnet: std::array::from_fn(|_| set(30)),
+                ..HostSets::default()
+            };
+            for agent in [0, RED] {
+                let seen = if agent == RED {
+                    hs.active & hs.discovered
+                } else {
+                    hs.active
+                };
+                let raw = AdjacencyInputs {
+                    seen,
+                    up: hs.up,
+                    blocked: hs.blocked,
+                    subnet: std::array::from_fn(|k| hs.subnet[k]),
+                };
+                let (mut a, mut b) = ([0u128; 124], [0u128; 124]);
+                adjacency_rows_from(&raw, &mut a);
+                adjacency_rows_from(&adjacency_inputs(&hs, agent), &mut b);
+                assert_eq!(a, b, "case {k} agent {agent}");
+            }
+        }
+    }
 
     /// The slot bits as first written: one shift per slot.
     fn slots_reference(hosts: u128, max_hosts: usize, slots: &mut [i8]) {

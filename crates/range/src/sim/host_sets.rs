@@ -1,0 +1,321 @@
+//! Host-slot sets: the state's hosts as bitsets over slots (max_hosts <= 124 < 128), computed
+//! in one pass, from which validity, the masks and the adjacency are derived.
+
+use crate::topology::{self, Host};
+
+use super::state::{State, BLUE_SUBNETS, MAX_TRAININGS};
+use crate::RED;
+
+/// Host-slot sets describing the state, computed in one pass.
+#[derive(Debug, PartialEq, Default)]
+pub struct HostSets {
+    pub(super) active: u128,
+    pub(super) up: u128,
+    pub(super) blocked: u128,
+    pub(super) subnet: [u128; 6],
+    pub(super) discovered: u128,
+    pub(super) scanned: u128,
+    pub(super) user: u128,
+    pub(super) root: u128,
+    pub(super) windows: u128,
+    pub(super) linux: u128,
+    pub(super) dc: u128,
+    pub(super) misinformed: u128,
+    pub(super) exploit_svc: [u128; 4],
+    pub(super) smb: u128,
+    pub(super) plc: u128,
+    pub(super) edr: u128,
+    pub(super) persistent: u128,
+    pub(super) encrypted: u128,
+    pub(super) isolated: u128,
+    pub(super) restoring: u128,
+    pub(super) honeytoken: u128,
+    pub(super) decoy: u128,
+    pub(super) unpatched: u128,
+    pub(super) comm: u128,
+    /// Slots in subnets whose SMB is still open (no ConfigureACL yet).
+    pub(super) acl_open: u128,
+    /// Slots in subnets where awareness training still helps.
+    pub(super) trainable: u128,
+}
+
+impl HostSets {
+    /// The slots `agent`'s observations show: active hosts red discovered, or active hosts in
+    /// a blue agent's subnets (`obs::visible_to` as a set).
+    pub fn visible(&self, agent: usize) -> u128 {
+        if agent == RED {
+            return self.active & self.discovered;
+        }
+        let mut subnets = 0u128;
+        for (k, set) in self.subnet.iter().enumerate() {
+            if BLUE_SUBNETS[agent] & (1 << k) != 0 {
+                subnets |= set;
+            }
+        }
+        self.active & subnets
+    }
+}
+
+/// The sets that depend on the hosts' services, over every slot (active or not): they change
+/// only when a service does (a patch, a decoy, an arriving host), so a caller that knows when
+/// that happens ([`super::step_with_sets`] says) keeps them and skips a pointer chase per host
+/// per step ([`host_sets_with`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServiceSets {
+    exploit_svc: [u128; 4],
+    smb: u128,
+    unpatched: u128,
+}
+
+pub fn service_sets(state: &State) -> ServiceSets {
+    let mut s = ServiceSets::default();
+    for (i, h) in state.hosts.iter().enumerate() {
+        let b = 1u128 << i;
+        for svc in &h.services {
+            let ex = topology::SERVICES[svc.kind as usize].exploit;
+            if ex < 4 {
+                s.exploit_svc[ex] |= b;
+            }
+            if svc.kind == 0 {
+                s.smb |= b;
+            }
+            if !svc.patched {
+                s.unpatched |= b;
+            }
+        }
+    }
+    s
+}
+
+pub fn host_sets(state: &State) -> HostSets {
+    host_sets_with(state, &service_sets(state))
+}
+
+/// [`host_sets`] from the state's [`service_sets`]. Every sub-env of a batch computes this
+/// each step, so the slots are taken 64 at a time with 64-bit sets (a 128-bit set costs two
+/// operations per update and its shift a branch); a test compares with the 128-bit loop.
+pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
+    let mut s = HostSets::default();
+    for (half, hosts) in state.hosts.chunks(64).enumerate().take(2) {
+        let at = 64 * half;
+        let h = half_sets(hosts, state.comm.get(at..).unwrap_or(&[]));
+        let put = |set: &mut u128, v: u64| *set |= u128::from(v) << at;
+        put(&mut s.active, h.active);
+        put(&mut s.up, h.up);
+        put(&mut s.blocked, h.blocked);
+        for (set, v) in s.subnet.iter_mut().zip(h.subnet) {
+            put(set, v);
+        }
+        put(&mut s.discovered, h.discovered);
+        put(&mut s.scanned, h.scanned);
+        put(&mut s.user, h.user);
+        put(&mut s.root, h.root);
+        put(&mut s.windows, h.windows);
+        put(&mut s.linux, h.linux);
+        put(&mut s.dc, h.dc);
+        put(&mut s.misinformed, h.misinformed);
+        put(&mut s.plc, h.plc);
+        put(&mut s.edr, h.edr);
+        put(&mut s.persistent, h.persistent);
+        put(&mut s.encrypted, h.encrypted);
+        put(&mut s.isolated, h.isolated);
+        put(&mut s.restoring, h.restoring);
+        put(&mut s.honeytoken, h.honeytoken);
+        put(&mut s.decoy, h.decoy);
+        put(&mut s.comm, h.comm);
+    }
+    // Only active hosts' services count.
+    for (set, svc) in s.exploit_svc.iter_mut().zip(services.exploit_svc) {
+        *set = svc & s.active;
+    }
+    s.smb = services.smb & s.active;
+    s.unpatched = services.unpatched & s.active;
+    for sub in 0..5 {
+        if state.acl_smb & (1 << sub) == 0 {
+            s.acl_open |= s.subnet[sub];
+        }
+        if state.awareness[sub] < MAX_TRAININGS {
+            s.trainable |= s.subnet[sub];
+        }
+    }
+    s
+}
+
+/// The per-host sets of up to 64 slots (`comm`: the blue channel from the first of them on).
+#[derive(Default)]
+struct Half {
+    active: u64,
+    up: u64,
+    blocked: u64,
+    subnet: [u64; 6],
+    discovered: u64,
+    scanned: u64,
+    user: u64,
+    root: u64,
+    windows: u64,
+    linux: u64,
+    dc: u64,
+    misinformed: u64,
+    plc: u64,
+    edr: u64,
+    persistent: u64,
+    encrypted: u64,
+    isolated: u64,
+    restoring: u64,
+    honeytoken: u64,
+    decoy: u64,
+    comm: u64,
+}
+
+fn half_sets(hosts: &[Host], comm: &[f32]) -> Half {
+    let mut s = Half::default();
+    for (i, h) in hosts.iter().enumerate() {
+        let b = 1u64 << i;
+        s.subnet[h.subnet as usize] |= b;
+        if !h.active {
+            continue;
+        }
+        // Branch-free accumulation: each flag contributes `b` or 0.
+        let m = |c: bool| b & (c as u64).wrapping_neg();
+        s.active |= b;
+        s.up |= m(h.online && !h.isolated && !h.restoring);
+        s.blocked |= m(h.blocked);
+        s.discovered |= m(h.discovered);
+        s.scanned |= m(h.scanned);
+        s.user |= m(h.privilege == 1);
+        s.root |= m(h.privilege == 2);
+        s.windows |= m(topology::is_windows(h.os));
+        s.linux |= m(h.os == topology::OS_LINUX);
+        s.dc |= m(h.dc);
+        s.misinformed |= m(h.misinformed);
+        s.plc |= m(h.plc);
+        s.edr |= m(h.edr);
+        s.persistent |= m(h.persistent);
+        s.encrypted |= m(h.encrypted);
+        s.isolated |= m(h.isolated);
+        s.restoring |= m(h.restoring);
+        s.honeytoken |= m(h.honeytoken);
+        s.decoy |= m(h.decoy);
+        s.comm |= m(comm.get(i).is_some_and(|c| *c != 0.0));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{Params, PRESETS, SCENARIOS};
+    use crate::sampler::ActionSampler;
+    use crate::sim::{self, JointAction};
+
+    /// [`host_sets_with`] as first written: a 128-bit set update per flag and slot.
+    fn host_sets_reference(state: &State, services: &ServiceSets) -> HostSets {
+        let mut s = HostSets {
+            active: 0,
+            up: 0,
+            blocked: 0,
+            subnet: [0; 6],
+            discovered: 0,
+            scanned: 0,
+            user: 0,
+            root: 0,
+            windows: 0,
+            linux: 0,
+            dc: 0,
+            misinformed: 0,
+            exploit_svc: [0; 4],
+            smb: 0,
+            plc: 0,
+            edr: 0,
+            persistent: 0,
+            encrypted: 0,
+            isolated: 0,
+            restoring: 0,
+            honeytoken: 0,
+            decoy: 0,
+            unpatched: 0,
+            comm: 0,
+            acl_open: 0,
+            trainable: 0,
+        };
+        for (i, h) in state.hosts.iter().enumerate() {
+            let b = 1u128 << i;
+            s.subnet[h.subnet as usize] |= b;
+            if !h.active {
+                continue;
+            }
+            // Branch-free accumulation: each flag contributes `b` or 0.
+            let m = |c: bool| b & (c as u128).wrapping_neg();
+            s.active |= b;
+            s.up |= m(h.online && !h.isolated && !h.restoring);
+            s.blocked |= m(h.blocked);
+            s.discovered |= m(h.discovered);
+            s.scanned |= m(h.scanned);
+            s.user |= m(h.privilege == 1);
+            s.root |= m(h.privilege == 2);
+            s.windows |= m(topology::is_windows(h.os));
+            s.linux |= m(h.os == topology::OS_LINUX);
+            s.dc |= m(h.dc);
+            s.misinformed |= m(h.misinformed);
+            s.plc |= m(h.plc);
+            s.edr |= m(h.edr);
+            s.persistent |= m(h.persistent);
+            s.encrypted |= m(h.encrypted);
+            s.isolated |= m(h.isolated);
+            s.restoring |= m(h.restoring);
+            s.honeytoken |= m(h.honeytoken);
+            s.decoy |= m(h.decoy);
+            s.comm |= m(state.comm.get(i).is_some_and(|c| *c != 0.0));
+        }
+        // Only active hosts' services count.
+        for (set, svc) in s.exploit_svc.iter_mut().zip(services.exploit_svc) {
+            *set = svc & s.active;
+        }
+        s.smb = services.smb & s.active;
+        s.unpatched = services.unpatched & s.active;
+        for sub in 0..5 {
+            if state.acl_smb & (1 << sub) == 0 {
+                s.acl_open |= s.subnet[sub];
+            }
+            if state.awareness[sub] < MAX_TRAININGS {
+                s.trainable |= s.subnet[sub];
+            }
+        }
+        s
+    }
+
+    /// Every set equals the 128-bit loop's, after every step of episodes in every scenario and
+    /// preset (and with a state of more than 64 slots).
+    #[test]
+    fn host_sets_equal_the_128_bit_loop() {
+        let mut wide = 0;
+        for scenario in SCENARIOS {
+            for preset in PRESETS {
+                let mut params = Params::new(scenario).with_preset(preset).unwrap();
+                for seed in 0..3 {
+                    params.max_hosts = [params.max_hosts, 124, 40][seed as usize];
+                    let mut state = sim::reset(seed, &params);
+                    let mut sampler = ActionSampler::new(seed);
+                    let mut mask = vec![0i8; params.mask_len()];
+                    for _ in 0..150 {
+                        let services = service_sets(&state);
+                        let got = host_sets_with(&state, &services);
+                        let want = host_sets_reference(&state, &services);
+                        assert_eq!(got, want, "{scenario:?} {preset} {seed}");
+                        wide += usize::from(got.active >> 64 != 0);
+                        if state.done() {
+                            break;
+                        }
+                        let mut joint = JointAction::default();
+                        for (a, act) in joint.0.iter_mut().enumerate() {
+                            sim::write_mask(&state, &params, a, &mut mask);
+                            *act = sampler.sample(a, &mask);
+                        }
+                        sim::step(&mut state, &joint, &params);
+                    }
+                }
+            }
+        }
+        assert!(wide > 100, "states with active slots past 64: {wide}");
+    }
+}
