@@ -21,7 +21,10 @@ pub fn format_rfc3339_millis(unix_seconds: i64, millis: u32) -> String {
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+/// Public for renderers that write the same timestamps without [`format_rfc3339_millis`]'s
+/// `String` (the range's SIEM lines).
+#[inline]
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

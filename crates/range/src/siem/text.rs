@@ -5,6 +5,8 @@
 //! `write!` renderer and require the same bytes, the same draws and features equal to those of
 //! the text, for every template).
 
+use lockstep::clock::civil_from_days;
+
 use crate::rng::Rng;
 use crate::topology::push_ip;
 
@@ -284,21 +286,6 @@ pub fn push_rfc3339(s: &mut String, unix: i64) -> bool {
     push_padded(s, secs % 60, 2);
     s.push_str(".000Z");
     true
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's
-/// days-to-civil, as `lockstep::clock` computes it; the test compares the two).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]
