@@ -21,6 +21,7 @@
 //! one the writer's walk meets first (canonical order) is named. Tested against the two-step
 //! path on generated and mutated documents (`tests/stream_differential.rs`).
 
+mod duplicates;
 mod order;
 mod tokens;
 
@@ -33,6 +34,7 @@ use crate::parser::{Parser, StringToken};
 use crate::sink::Out;
 use crate::writer::cmp_utf16;
 use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
+use duplicates::duplicate_key;
 use tokens::{copy_token, quoted};
 
 /// Why [`canonicalize`] stopped: the text is not JSON (first), a value has no canonical form
@@ -104,9 +106,9 @@ pub fn canonicalize<W: io::Write>(
 /// open.
 const FLUSH_BYTES: usize = 64 * 1024;
 
-/// Up to this many members, a key out of order is checked for duplicates by a scan of the
-/// object's earlier keys; beyond it, by a hash set (membership only: its order reaches
-/// nothing).
+/// Up to this many members, an object whose keys came out of order is checked for
+/// duplicates when it closes, in its key order (see `stream/duplicates.rs`); beyond it, each
+/// key as it comes, by a hash set (membership only: its order reaches nothing).
 const SCAN_MEMBERS: usize = 32;
 
 /// Where a key's decoded UTF-8 is: in the input itself when the key had no escape (nothing
@@ -201,7 +203,10 @@ impl Canon<'_> {
         if self.p.bytes.starts_with(b"\xef\xbb\xbf") {
             return Err(self.p.error("byte order mark is not allowed"));
         }
-        self.value(out)?;
+        if let Err(e) = self.value(out) {
+            // A duplicate key not checked yet came before this error.
+            return Err(self.earliest_duplicate().unwrap_or(e));
+        }
         self.p.skip_whitespace();
         if self.p.pos < self.p.bytes.len() {
             return Err(self.p.error("trailing characters after the JSON value"));
@@ -296,7 +301,7 @@ impl Canon<'_> {
                             }
                             Some(b'}') => {
                                 self.p.pos += 1;
-                                self.close_object(out);
+                                self.close_object(out)?;
                             }
                             _ => return Err(self.p.expected("',' or '}' in an object")),
                         }
@@ -445,37 +450,62 @@ impl Canon<'_> {
             }
         }
         if !obj.sorted {
-            let keys = &self.keys;
-            let key = member.key.bytes(input, keys);
-            let duplicate = if obj.seen.is_none() && earlier.len() <= SCAN_MEMBERS {
-                earlier
-                    .iter()
-                    .any(|m| m.prefix == member.prefix && m.key.bytes(input, keys) == key)
-            } else {
-                let seen = obj.seen.get_or_insert_with(|| {
+            if obj.seen.is_none() && earlier.len() <= SCAN_MEMBERS {
+                // Checked when the object closes (or grows past this, or an error ends the
+                // document first).
+                return Ok(());
+            }
+            if obj.seen.is_none() {
+                // The members so far were not checked yet.
+                let first = obj.first_member;
+                if let Some(e) = self.earliest_duplicate() {
+                    return Err(e);
+                }
+                let Some(Frame::Object(obj)) = self.frames.last_mut() else {
+                    return Ok(());
+                };
+                let keys = &self.keys;
+                let earlier = &self.members[first..self.members.len() - 1];
+                obj.seen = Some(
                     earlier
                         .iter()
                         .map(|m| m.key.bytes(input, keys).into())
-                        .collect()
-                });
-                !seen.insert(key.into())
+                        .collect(),
+                );
+            }
+            let Some(Frame::Object(obj)) = self.frames.last_mut() else {
+                return Ok(());
             };
-            if duplicate {
-                let message = format!("duplicate key {:?}", String::from_utf8_lossy(key));
-                return Err(self.p.error_at(member.at, message));
+            let Some(member) = self.members.last() else {
+                return Ok(());
+            };
+            let key = member.key.bytes(input, &self.keys);
+            if !obj.seen.get_or_insert_with(HashSet::new).insert(key.into()) {
+                return Err(duplicate_key(&self.p, member, key));
             }
         }
         Ok(())
     }
 
-    /// `}`: puts the members in key order if they did not come so, and forgets them.
-    fn close_object<W: io::Write>(&mut self, out: &mut W) {
+    /// `}`: puts the members in key order if they did not come so, and forgets them; refuses
+    /// a duplicate key not refused yet.
+    fn close_object<W: io::Write>(&mut self, out: &mut W) -> Result<(), ParseError> {
+        let Some(Frame::Object(obj)) = self.frames.last() else {
+            return Ok(());
+        };
+        if !obj.sorted {
+            let (first, by_bytes, unchecked) = (obj.first_member, !obj.astral, obj.seen.is_none());
+            if self.find_order(first, by_bytes) && unchecked {
+                return Err(self
+                    .earliest_duplicate()
+                    .unwrap_or_else(|| self.p.error("duplicate key")));
+            }
+        }
         let Some(Frame::Object(obj)) = self.frames.pop() else {
-            return;
+            return Ok(());
         };
         self.open_objects -= 1;
         if !obj.sorted {
-            self.find_order(obj.first_member, !obj.astral);
             if self.open_objects == 0 && self.buf.len() - obj.start >= FLUSH_BYTES {
                 self.write_in_order(obj.start, obj.first_member, out);
             } else {
@@ -485,6 +515,7 @@ impl Canon<'_> {
         self.members.truncate(obj.first_member);
         self.keys.truncate(obj.keys_start);
         self.buf.byte(b'}');
+        Ok(())
     }
 
     /// A value without a canonical form at the current path: kept if the writer's walk

@@ -233,6 +233,16 @@ fn fixed_cases() {
         b"[\"ab\xff\"]",
         b"[[[[[[]]]]]]",
         b"{\"k\":9007199254740993}",
+        // Duplicates in objects whose keys came out of order, against errors after them.
+        b"{\"b\":1,\"a\":2,\"b\":3,\"c\":[1,}",
+        b"{\"b\":1,\"a\":2,\"b\":3",
+        b"{\"b\":1,\"a\":2,\"b\":{\"y\":1,\"x\":2,\"y\":3}}",
+        b"{\"b\":1,\"b\":2,\"a\":{\"y\":1,\"x\":2,\"y\":3}}",
+        b"{\"b\":1,\"a\":2,\"b\":[{\"y\":1,\"x\":2,\"y\":3}]}",
+        b"[{\"b\":1,\"a\":2},{\"d\":1,\"c\":2,\"d\":[NaN,}]",
+        b"{\"z\":{\"b\":1,\"a\":2,\"b\":3},\"z\":1}",
+        b"{\"\xf0\x9f\x98\x80\":1,\"\xee\x80\x80\":2,\"\xf0\x9f\x98\x80\":3}",
+        b"{\"b\":1,\"a\":2,\"b\":3,\"a\":4}",
     ];
     let mut counts = [0; 3];
     for text in cases {
@@ -245,6 +255,16 @@ fn fixed_cases() {
     wide.push("\"k42\":0".into());
     let text = format!("{{{}}}", wide.join(","));
     check(text.as_bytes(), &mut counts);
+    // A duplicate among the first members, found when the object grows past the scan limit
+    // (or past it by one), and one in a nested object of such an object.
+    for at in [3, 31, 32, 33, 34] {
+        let mut wide: Vec<String> = (0..60).rev().map(|i| format!("\"k{i}\":{i}")).collect();
+        wide.insert(at, "\"k58\":0".into());
+        let text = format!("{{{}}}", wide.join(","));
+        check(text.as_bytes(), &mut counts);
+        let text = format!("{{{},\"z\":{{\"b\":1,\"a\":2,\"b\":3}}}}", wide.join(","));
+        check(text.as_bytes(), &mut counts);
+    }
 }
 
 /// Long arrays go to the writer in pieces; an object or an error after many pieces.

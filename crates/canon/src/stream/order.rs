@@ -37,7 +37,10 @@ impl Canon<'_> {
     /// keys in the same order, so the order last found for as many members is tried first:
     /// if the keys are strictly increasing in it, it is the key order (there is only one),
     /// found in `n - 1` comparisons instead of a sort.
-    pub(super) fn find_order(&mut self, first: usize, by_bytes: bool) {
+    ///
+    /// Returns whether two keys compared equal (a duplicate key): never in the order tried
+    /// first, which holds only if the keys are strictly increasing in it.
+    pub(super) fn find_order(&mut self, first: usize, by_bytes: bool) -> bool {
         let members = &self.members[first..];
         let (input, keys) = (self.p.bytes, &self.keys[..]);
         let cmp = |a: u32, b: u32| {
@@ -57,16 +60,22 @@ impl Canon<'_> {
                     && known.windows(2).all(|w| cmp(w[0], w[1]) == Ordering::Less) =>
             {
                 self.order.extend_from_slice(known);
+                false
             }
             _ => {
                 self.order.extend(0..n as u32);
                 self.order.sort_unstable_by(|&a, &b| cmp(a, b));
-                if n < ORDERS_KEPT {
+                let duplicate = self
+                    .order
+                    .windows(2)
+                    .any(|w| cmp(w[0], w[1]) == Ordering::Equal);
+                if n < ORDERS_KEPT && !duplicate {
                     if self.orders.len() <= n {
                         self.orders.resize_with(n + 1, Vec::new);
                     }
                     self.orders[n].clone_from(&self.order);
                 }
+                duplicate
             }
         }
     }
