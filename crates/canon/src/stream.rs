@@ -450,38 +450,32 @@ impl Canon<'_> {
             }
         }
         if !obj.sorted {
-            if obj.seen.is_none() && earlier.len() <= SCAN_MEMBERS {
+            match &mut obj.seen {
                 // Checked when the object closes (or grows past this, or an error ends the
                 // document first).
-                return Ok(());
-            }
-            if obj.seen.is_none() {
-                // The members so far were not checked yet.
-                let first = obj.first_member;
-                if let Some(e) = self.earliest_duplicate() {
-                    return Err(e);
-                }
-                let Some(Frame::Object(obj)) = self.frames.last_mut() else {
+                None if earlier.len() <= SCAN_MEMBERS => return Ok(()),
+                Some(seen) => {
+                    let key = member.key.bytes(input, &self.keys);
+                    if !seen.insert(key.into()) {
+                        return Err(duplicate_key(&self.p, member, key));
+                    }
                     return Ok(());
-                };
-                let keys = &self.keys;
-                let earlier = &self.members[first..self.members.len() - 1];
-                obj.seen = Some(
-                    earlier
-                        .iter()
-                        .map(|m| m.key.bytes(input, keys).into())
-                        .collect(),
-                );
+                }
+                None => {}
             }
-            let Some(Frame::Object(obj)) = self.frames.last_mut() else {
-                return Ok(());
-            };
-            let Some(member) = self.members.last() else {
-                return Ok(());
-            };
-            let key = member.key.bytes(input, &self.keys);
-            if !obj.seen.get_or_insert_with(HashSet::new).insert(key.into()) {
-                return Err(duplicate_key(&self.p, member, key));
+            // Past the scan limit: the members so far, not checked yet, are checked now and
+            // kept in the set.
+            let first = obj.first_member;
+            if let Some(e) = self.earliest_duplicate() {
+                return Err(e);
+            }
+            let keys = &self.keys;
+            let seen = self.members[first..]
+                .iter()
+                .map(|m| m.key.bytes(input, keys).into())
+                .collect();
+            if let Some(Frame::Object(obj)) = self.frames.last_mut() {
+                obj.seen = Some(seen);
             }
         }
         Ok(())
