@@ -489,7 +489,6 @@ mod tests {
     use super::*;
     use crate::params::{PRESETS, SCENARIOS};
     use crate::sampler::ActionSampler;
-    use crate::sim::JointAction;
 
     /// Flipping only the candidate rows (those non-zero before or after) writes what
     /// `write_adj_changed` writes, over random rows, in a matrix kept across cases.
@@ -558,11 +557,7 @@ mod tests {
                         if state.done() {
                             break;
                         }
-                        let mut joint = JointAction::default();
-                        for (a, act) in joint.0.iter_mut().enumerate() {
-                            sim::write_mask(&state, &params, a, &mut mask);
-                            *act = sampler.sample(a, &mask);
-                        }
+                        let joint = sampler.joint(&state, &params, &mut mask);
                         sim::step(&mut state, &joint, &params);
                     }
                 }

@@ -36,6 +36,18 @@ impl ActionSampler {
             target: target as i64,
         }
     }
+
+    /// A joint action of every agent, in agent order, each sampled from its mask in `state`
+    /// (`mask`: scratch of `params.mask_len()` entries): what a random policy stepping the
+    /// core directly plays.
+    pub fn joint(&mut self, state: &State, params: &Params, mask: &mut [i8]) -> sim::JointAction {
+        let mut joint = sim::JointAction::default();
+        for (a, act) in joint.0.iter_mut().enumerate() {
+            sim::write_mask(state, params, a, mask);
+            *act = self.sample(a, mask);
+        }
+        joint
+    }
 }
 
 /// A uniformly chosen index among the set entries, without allocating: the `k`-th non-zero

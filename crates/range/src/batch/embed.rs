@@ -112,7 +112,7 @@ mod tests {
     use crate::obs;
     use crate::params::{PRESETS, SCENARIOS};
     use crate::sampler::ActionSampler;
-    use crate::sim::{self, JointAction};
+    use crate::sim;
 
     /// The kept window, updated when the batch updates it (lines about the agent's subnets
     /// came or went), writes the bits of a fresh [`obs::write_embedding`] after every step, in
@@ -150,11 +150,7 @@ mod tests {
                         if state.done() {
                             break;
                         }
-                        let mut joint = JointAction::default();
-                        for (a, act) in joint.0.iter_mut().enumerate() {
-                            sim::write_mask(&state, &params, a, &mut mask);
-                            *act = sampler.sample(a, &mask);
-                        }
+                        let joint = sampler.joint(&state, &params, &mut mask);
                         sim::step(&mut state, &joint, &params);
                         pushed += state.last.new_logs.len() as u64;
                         full = false;

@@ -206,7 +206,7 @@ mod tests {
     use super::*;
     use crate::params::{Params, PRESETS, SCENARIOS};
     use crate::sampler::ActionSampler;
-    use crate::sim::{self, JointAction};
+    use crate::sim;
 
     /// [`host_sets_with`] as first written: a 128-bit set update per flag and slot.
     fn host_sets_reference(state: &State, services: &ServiceSets) -> HostSets {
@@ -306,11 +306,7 @@ mod tests {
                         if state.done() {
                             break;
                         }
-                        let mut joint = JointAction::default();
-                        for (a, act) in joint.0.iter_mut().enumerate() {
-                            sim::write_mask(&state, &params, a, &mut mask);
-                            *act = sampler.sample(a, &mask);
-                        }
+                        let joint = sampler.joint(&state, &params, &mut mask);
                         sim::step(&mut state, &joint, &params);
                     }
                 }

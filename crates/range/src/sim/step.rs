@@ -205,11 +205,7 @@ mod tests {
                         }
                         let sets =
                             all_target_sets_with(&state, &params, &host_sets_with(&state, &kept));
-                        let mut joint = JointAction::default();
-                        for (a, act) in joint.0.iter_mut().enumerate() {
-                            write_mask(&state, &params, a, &mut mask);
-                            *act = sampler.sample(a, &mask);
-                        }
+                        let joint = sampler.joint(&state, &params, &mut mask);
                         let before = service_sets(&state);
                         if step_with_sets(&mut state, &joint, &params, &sets, &kept) {
                             kept = service_sets(&state);
