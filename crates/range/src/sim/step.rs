@@ -183,7 +183,7 @@ mod tests {
     use crate::params::{PRESETS, SCENARIOS};
     use crate::sampler::ActionSampler;
     use crate::sim::host_sets::{host_sets_with, service_sets};
-    use crate::sim::validity::{all_target_sets_with, write_mask};
+    use crate::sim::validity::all_target_sets_with;
 
     /// Service sets kept across steps and recomputed only when `step_with_sets` says so (as
     /// the batch and the single env keep them) equal fresh ones after every step, in every
