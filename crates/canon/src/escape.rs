@@ -96,6 +96,45 @@ fn skip_plain_words(bytes: &[u8], mut i: usize, needs_escape: impl Fn(u64) -> bo
     i
 }
 
+/// The longest string [`short_plain`] checks without a loop.
+const SHORT: usize = 16;
+
+/// The 8 bytes at `at` as a little-endian word.
+#[inline(always)]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// Whether a string of at most [`SHORT`] bytes needs no escaping, from at most two word
+/// tests: the words are built from the string's own bytes only (overlapping or repeated
+/// ones), and `needs_escape` is an "any byte" test, so repeating a byte cannot change it.
+#[inline(always)]
+fn short_plain(bytes: &[u8], needs_escape: impl Fn(u64) -> bool) -> bool {
+    let n = bytes.len();
+    debug_assert!(n <= SHORT);
+    let word = if n >= 8 {
+        if needs_escape(word_at(bytes, n - 8)) {
+            return false;
+        }
+        word_at(bytes, 0)
+    } else if n >= 4 {
+        let mut lo = [0u8; 4];
+        let mut hi = [0u8; 4];
+        lo.copy_from_slice(&bytes[..4]);
+        hi.copy_from_slice(&bytes[n - 4..]);
+        u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32
+    } else if n > 0 {
+        // Bytes 0, n/2 and n-1 are every byte of a string of 1 to 3 bytes.
+        let (a, b, c) = (bytes[0], bytes[n / 2], bytes[n - 1]);
+        u64::from_le_bytes([a, b, c, a, a, a, a, a])
+    } else {
+        return true;
+    };
+    !needs_escape(word)
+}
+
 fn short_escape(b: u8) -> Option<&'static [u8]> {
     Some(match b {
         b'"' => b"\\\"",
@@ -122,9 +161,32 @@ fn u_escape(unit: u16) -> [u8; 6] {
 
 /// `"..."` as Python's `json.dumps(ensure_ascii=True)` writes it: everything outside printable
 /// ASCII as lowercase `\uxxxx` (astral chars as a surrogate pair), 0x7F included.
+#[inline]
 pub(crate) fn python_string<O: Out>(s: &str, out: &mut O) {
-    out.byte(b'"');
+    plain_or(s, out, python_word_needs_escape, python_string_escaped);
+}
+
+/// A short string that needs no escaping between its quotes, anything else by `escaped`.
+#[inline(always)]
+fn plain_or<O: Out>(
+    s: &str,
+    out: &mut O,
+    needs_escape: impl Fn(u64) -> bool,
+    escaped: impl Fn(&str, &mut O),
+) {
     let bytes = s.as_bytes();
+    if bytes.len() <= SHORT && short_plain(bytes, needs_escape) {
+        out.quoted(bytes);
+    } else {
+        escaped(s, out);
+    }
+}
+
+/// [`python_string`] of a long string or one with something to escape.
+#[inline(never)]
+fn python_string_escaped<O: Out>(s: &str, out: &mut O) {
+    let bytes = s.as_bytes();
+    out.byte(b'"');
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -164,9 +226,16 @@ pub(crate) fn python_string<O: Out>(s: &str, out: &mut O) {
 
 /// `"..."` as RFC 8785 section 3.2.2.2 writes it: only `"`, `\` and controls escaped
 /// (`\b \t \n \f \r` short, the rest as lowercase `\u00xx`), everything else as raw UTF-8.
+#[inline]
 pub(crate) fn jcs_string<O: Out>(s: &str, out: &mut O) {
-    out.byte(b'"');
+    plain_or(s, out, jcs_word_needs_escape, jcs_string_escaped);
+}
+
+/// [`jcs_string`] of a long string or one with something to escape.
+#[inline(never)]
+fn jcs_string_escaped<O: Out>(s: &str, out: &mut O) {
     let bytes = s.as_bytes();
+    out.byte(b'"');
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -306,5 +375,82 @@ mod tests {
         assert_eq!(js("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
         assert_eq!(js("\u{0}\u{f}\u{1f}"), r#""\u0000\u000f\u001f""#);
         assert_eq!(js("\u{7f}é€😀\u{2028}"), "\"\u{7f}é€😀\u{2028}\"");
+    }
+
+    /// The two-character escapes both specifications share.
+    fn reference_short(c: char) -> Option<&'static str> {
+        Some(match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{8}' => "\\b",
+            '\u{c}' => "\\f",
+            _ => return None,
+        })
+    }
+
+    /// Char-by-char escapers, straight from the two specifications, for the sweep below.
+    fn py_reference(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match (reference_short(c), c) {
+                (Some(esc), _) => out.push_str(esc),
+                (None, ' '..='~') => out.push(c),
+                (None, _) => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    fn js_reference(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match (reference_short(c), c) {
+                (Some(esc), _) => out.push_str(esc),
+                (None, '\u{0}'..='\u{1f}') => out.push_str(&format!("\\u{:04x}", c as u32)),
+                (None, _) => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// The short-string path (two word tests, one copy) and the general loop, at every
+    /// length around the cut, with one char of every kind at every position, written both
+    /// into a `Vec` and through the sink (each has its own `quoted`).
+    #[test]
+    fn every_length_and_position_matches_the_reference() {
+        let specials = [
+            '"', '\\', '\n', '\u{1}', '\u{1f}', '\u{7f}', 'é', '€', '😀', '~', ' ',
+        ];
+        for len in 0..=(SHORT + 9) {
+            let plain: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+            let mut cases = vec![plain.clone()];
+            for at in 0..len {
+                for &c in &specials {
+                    let mut s: String = plain.chars().take(at).collect();
+                    s.push(c);
+                    s.extend(plain.chars().skip(at + 1));
+                    cases.push(s);
+                }
+            }
+            for s in cases {
+                assert_eq!(py(&s), py_reference(&s), "{s:?}");
+                assert_eq!(js(&s), js_reference(&s), "{s:?}");
+                let (mut pv, mut jv) = (b"x".to_vec(), b"x".to_vec());
+                python_string(&s, &mut pv);
+                jcs_string(&s, &mut jv);
+                assert_eq!(pv[1..], *py_reference(&s).as_bytes(), "{s:?}");
+                assert_eq!(jv[1..], *js_reference(&s).as_bytes(), "{s:?}");
+            }
+        }
     }
 }

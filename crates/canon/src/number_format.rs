@@ -22,35 +22,40 @@ impl Decimal {
     pub(crate) fn of(f: f64) -> Decimal {
         debug_assert!(f.is_finite() && f != 0.0);
         let mut buffer = zmij::Buffer::new();
-        let text = buffer.format_finite(f.abs()).as_bytes();
-        // Some layout of digits, point and exponent: 1234.0 / 12.34 / 0.001234 / 1e+30 /
-        // 1.234e+33 / 1.234e-07. Read back digits and the decimal exponent only.
-        let (mantissa, exponent) = match text.iter().rposition(|&b| b == b'e') {
-            Some(e) => (&text[..e], parse_exponent(&text[e + 1..])),
+        Decimal::read(buffer.format_finite(f.abs()).as_bytes())
+    }
+
+    /// Digits and decimal exponent of any layout of digits, point and exponent:
+    /// 1234.0 / 12.34 / 0.001234 / 1e+30 / 1.234e+33 / 1.234e-07. The digits before and
+    /// after the point are put side by side; the significant ones run from the first
+    /// non-zero digit to the last; the point sits after the integer part's digits.
+    fn read(text: &[u8]) -> Decimal {
+        // An exponent is at most `e-324`: only the last five bytes can hold its `e`.
+        let tail = text.len().saturating_sub(5);
+        let (mantissa, exponent) = match text[tail..].iter().rposition(|&b| b == b'e') {
+            Some(e) => (&text[..tail + e], parse_exponent(&text[tail + e + 1..])),
             None => (text, 0),
         };
+        let (int, frac) = match mantissa.iter().position(|&b| b == b'.') {
+            Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
+            None => (mantissa, &mantissa[..0]),
+        };
+        let mut all = [b'0'; 64];
+        let n = (int.len() + frac.len()).min(all.len());
+        let int_len = int.len().min(n);
+        all[..int_len].copy_from_slice(&int[..int_len]);
+        all[int_len..n].copy_from_slice(&frac[..n - int_len]);
+        let all = &all[..n];
+        let first = all.iter().position(|&b| b != b'0').unwrap_or(0);
+        let last = all.iter().rposition(|&b| b != b'0').unwrap_or(first);
+        // Shortest round-trip digits are at most 17.
+        let len = (last + 1 - first).min(17);
         let mut digits = [0u8; 17];
-        let mut len = 0usize;
-        // Position of the decimal point, counted in mantissa digits (leading zeros included).
-        let mut point = mantissa.len() as i32;
-        let mut leading_zeros = 0i32;
-        for (i, &b) in mantissa.iter().enumerate() {
-            if b == b'.' {
-                point = i as i32;
-            } else if len == 0 && b == b'0' {
-                leading_zeros += 1;
-            } else if len < digits.len() {
-                digits[len] = b;
-                len += 1;
-            }
-        }
-        while len > 1 && digits[len - 1] == b'0' {
-            len -= 1;
-        }
+        digits[..len].copy_from_slice(&all[first..first + len]);
         Decimal {
             digits,
             len,
-            point: point - leading_zeros + exponent,
+            point: int_len as i32 - first as i32 + exponent,
         }
     }
 
@@ -304,6 +309,90 @@ fn trim(limbs: &mut Vec<u32>) {
 
 #[cfg(test)]
 mod tests {
+    /// The first reading of zmij's text, byte by byte (kept to pin [`super::Decimal::read`]).
+    fn read_byte_by_byte(text: &[u8]) -> (Vec<u8>, i32) {
+        let (mantissa, exponent) = match text.iter().rposition(|&b| b == b'e') {
+            Some(e) => (&text[..e], super::parse_exponent(&text[e + 1..])),
+            None => (text, 0),
+        };
+        let mut digits = Vec::new();
+        let mut point = mantissa.len() as i32;
+        let mut leading_zeros = 0i32;
+        for (i, &b) in mantissa.iter().enumerate() {
+            if b == b'.' {
+                point = i as i32;
+            } else if digits.is_empty() && b == b'0' {
+                leading_zeros += 1;
+            } else if digits.len() < 17 {
+                digits.push(b);
+            }
+        }
+        while digits.len() > 1 && digits[digits.len() - 1] == b'0' {
+            digits.pop();
+        }
+        (digits, point - leading_zeros + exponent)
+    }
+
+    /// Every layout zmij writes, and the layouts it might write (`1234`, `1.5E+3` aside, as
+    /// zmij never writes a capital), read the same as the byte-by-byte reading: random
+    /// doubles of every magnitude, powers of ten and their neighbours, hand-made texts.
+    #[test]
+    fn decimal_reading_matches_the_byte_by_byte_reading() {
+        let check = |text: &[u8]| {
+            let d = super::Decimal::read(text);
+            assert_eq!(
+                (d.digits().to_vec(), d.point),
+                read_byte_by_byte(text),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        };
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..400_000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let f = match i % 4 {
+                0 => f64::from_bits(state),
+                1 => {
+                    f64::from_bits(state >> 12 | 0x3ff0_0000_0000_0000)
+                        * 10f64.powi((i % 700) as i32 - 350)
+                }
+                2 => (state % 1_000_000) as f64 / 1000.0,
+                _ => {
+                    10f64.powi((i % 640) as i32 - 320)
+                        * if i % 8 == 3 { 1.0 } else { 1.0 + f64::EPSILON }
+                }
+            };
+            if !f.is_finite() || f == 0.0 {
+                continue;
+            }
+            let mut buffer = zmij::Buffer::new();
+            check(buffer.format_finite(f.abs()).as_bytes());
+        }
+        for text in [
+            "1234.0",
+            "12.34",
+            "0.001234",
+            "1e+30",
+            "1.234e+33",
+            "1.234e-07",
+            "1234",
+            "0.5",
+            "100.0",
+            "1e-300",
+            "5e-324",
+            "1.7976931348623157e+308",
+            "123456789012345680000.0",
+            "0.000001",
+            "9.999999999999999e+22",
+            "1e0",
+            "1.0e5",
+        ] {
+            check(text.as_bytes());
+        }
+    }
+
     use super::*;
 
     fn py(f: f64) -> String {

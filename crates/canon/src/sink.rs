@@ -34,6 +34,14 @@ fn small_copy(dst: &mut [u8], src: &[u8]) {
 pub(crate) trait Out {
     fn put(&mut self, bytes: &[u8]);
     fn byte(&mut self, b: u8);
+    /// `"` + `bytes` + `"`: a string that needs no escaping, in one bounds check where the
+    /// output allows it (most keys and short strings of a state are such strings).
+    #[inline]
+    fn quoted(&mut self, bytes: &[u8]) {
+        self.byte(b'"');
+        self.put(bytes);
+        self.byte(b'"');
+    }
 }
 
 impl Out for Vec<u8> {
@@ -45,6 +53,13 @@ impl Out for Vec<u8> {
     fn byte(&mut self, b: u8) {
         self.push(b);
     }
+    #[inline]
+    fn quoted(&mut self, bytes: &[u8]) {
+        self.reserve(bytes.len() + 2);
+        self.push(b'"');
+        self.extend_from_slice(bytes);
+        self.push(b'"');
+    }
 }
 
 impl<W: io::Write> Out for Sink<'_, W> {
@@ -55,6 +70,10 @@ impl<W: io::Write> Out for Sink<'_, W> {
     #[inline]
     fn byte(&mut self, b: u8) {
         Sink::byte(self, b);
+    }
+    #[inline]
+    fn quoted(&mut self, bytes: &[u8]) {
+        Sink::quoted(self, bytes);
     }
 }
 
@@ -88,6 +107,27 @@ impl<'a, W: io::Write> Sink<'a, W> {
             self.len += n;
         } else {
             self.spill(bytes);
+        }
+    }
+
+    /// As [`Out::quoted`]: one room check for a short string and its quotes (with the 16
+    /// bytes `small_copy` may touch), else the general path.
+    #[inline]
+    pub(crate) fn quoted(&mut self, bytes: &[u8]) {
+        const ROOM: usize = 2 + 16 + 16;
+        let n = bytes.len();
+        if n <= 16 && self.len <= CAPACITY - ROOM {
+            let dst: &mut [u8; ROOM] = (&mut self.buf[self.len..self.len + ROOM])
+                .try_into()
+                .expect("ROOM bytes");
+            dst[0] = b'"';
+            small_copy(&mut dst[1..], bytes);
+            dst[n + 1] = b'"';
+            self.len += n + 2;
+        } else {
+            self.byte(b'"');
+            self.put(bytes);
+            self.byte(b'"');
         }
     }
 

@@ -113,10 +113,10 @@ impl<O: Out> Walk<'_, O> {
                 // A BTreeMap<String, _> iterates in UTF-8 byte order = code-point order,
                 // which is the order of Python's `sort_keys`.
                 prefetch_members(map);
-                let mut ahead = map.iter().skip(PREFETCH_MEMBERS);
+                let mut ahead = members_ahead(map);
                 self.out.byte(b'{');
                 for (i, (key, item)) in map.iter().enumerate() {
-                    if let Some((k, v)) = ahead.next() {
+                    if let Some((k, v)) = ahead.as_mut().and_then(Iterator::next) {
                         prefetch(k.as_ptr());
                         prefetch_value(v);
                     }
@@ -166,9 +166,9 @@ impl<O: Out> Walk<'_, O> {
                 prefetch_members(map);
                 self.out.byte(b'{');
                 if utf8_order_is_utf16_order(map) {
-                    let mut ahead = map.iter().skip(PREFETCH_MEMBERS);
+                    let mut ahead = members_ahead(map);
                     for (i, (key, item)) in map.iter().enumerate() {
-                        if let Some((k, v)) = ahead.next() {
+                        if let Some((k, v)) = ahead.as_mut().and_then(Iterator::next) {
                             prefetch(k.as_ptr());
                             prefetch_value(v);
                         }
@@ -324,6 +324,16 @@ fn prefetch_members(map: &Map) {
         prefetch(k.as_ptr());
         prefetch_value(v);
     }
+}
+
+/// The members [`PREFETCH_MEMBERS`] ahead of the walk, for a map longer than what
+/// [`prefetch_members`] already asked for; `None` for the small objects of a state (each
+/// host record), whose second iterator would only walk the map once more.
+#[inline]
+fn members_ahead(
+    map: &Map,
+) -> Option<std::iter::Skip<std::collections::btree_map::Iter<'_, String, Value>>> {
+    (map.len() > PREFETCH_MEMBERS).then(|| map.iter().skip(PREFETCH_MEMBERS))
 }
 
 #[inline]
