@@ -23,53 +23,67 @@ fn line(args: &[&str]) -> String {
     text
 }
 
-/// A v2 episode digest is one line, the same in two processes and with the caches off, its
-/// own for another seed, and not v1's; v1 stays the default.
+/// A v2 or v3 episode digest is one line, the same in two processes and with the caches
+/// off, its own for another seed, and neither v1's nor the other format's; v1 stays the
+/// default.
 #[test]
-fn v2_trace_is_reproducible_and_not_v1() {
+fn v2_and_v3_traces_are_reproducible_and_not_v1() {
     for env in ["fixture", "range:ransomware"] {
-        let v2 = [
-            "trace", "--env", env, "--seed", "4", "--steps", "300", "--format", "v2",
-        ];
-        let first = line(&v2);
-        assert_eq!(first, line(&v2), "{env}");
+        let mut digests = Vec::new();
+        for format in ["v2", "v3"] {
+            let args = [
+                "trace", "--env", env, "--seed", "4", "--steps", "300", "--format", format,
+            ];
+            let first = line(&args);
+            assert_eq!(first, line(&args), "{env} {format}");
+            assert_eq!(
+                first,
+                line(&[&args[..], &["--no-cache"]].concat()),
+                "{env} {format}: the caches change no digest"
+            );
+            let mut other = args;
+            other[4] = "5";
+            assert_ne!(first, line(&other), "{env} {format}");
+            digests.push(first);
+        }
+        let v1 = line(&["trace", "--env", env, "--seed", "4", "--steps", "300"]);
         assert_eq!(
-            first,
-            line(&[&v2[..], &["--no-cache"]].concat()),
-            "{env}: the caches change no v2 digest"
+            v1,
+            line(&["trace", "--env", env, "--seed", "4", "--steps", "300", "--format", "v1"]),
+            "{env}"
         );
-        let v1 = line(&v2[..7]);
-        assert_ne!(first, v1, "{env}");
-        assert_eq!(v1, line(&[&v2[..7], &["--format", "v1"]].concat()), "{env}");
-        let mut other = v2;
-        other[4] = "5";
-        assert_ne!(first, line(&other), "{env}");
+        digests.push(v1);
+        digests.sort();
+        digests.dedup();
+        assert_eq!(digests.len(), 3, "{env}: v1, v2 and v3 all differ");
     }
 }
 
-/// `--json --format v2` names its format and carries one digest per step (no agent digests)
-/// whose chain is the plain episode digest.
+/// `--json --format v2|v3` names its format and carries one digest per step (no agent
+/// digests) whose chain is the plain episode digest.
 #[test]
-fn v2_trace_json_names_its_format() {
-    let args = [
-        "trace", "--env", "fixture", "--seed", "1", "--steps", "4", "--format", "v2",
-    ];
-    let o = lockstep(&[&args[..], &["--json"]].concat());
-    assert_eq!(o.status.code(), Some(0));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["format"], "lockstep/trace/v2");
-    let steps = v["step_digests"].as_array().unwrap();
-    assert_eq!(steps.len(), 5);
-    assert!(steps
-        .iter()
-        .all(|s| s["agents"].as_object().unwrap().is_empty()));
-    assert_eq!(line(&args).trim(), v["episode"].as_str().unwrap());
+fn v2_and_v3_trace_json_name_their_format() {
+    for format in ["v2", "v3"] {
+        let args = [
+            "trace", "--env", "fixture", "--seed", "1", "--steps", "4", "--format", format,
+        ];
+        let o = lockstep(&[&args[..], &["--json"]].concat());
+        assert_eq!(o.status.code(), Some(0));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["format"], format!("lockstep/trace/{format}"));
+        let steps = v["step_digests"].as_array().unwrap();
+        assert_eq!(steps.len(), 5);
+        assert!(steps
+            .iter()
+            .all(|s| s["agents"].as_object().unwrap().is_empty()));
+        assert_eq!(line(&args).trim(), v["episode"].as_str().unwrap());
+    }
 }
 
 /// An unknown format is refused with a usage error.
 #[test]
 fn unknown_trace_format_is_refused() {
-    let o = lockstep(&["trace", "--env", "fixture", "--format", "v3"]);
+    let o = lockstep(&["trace", "--env", "fixture", "--format", "v4"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("v3"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("v4"));
 }

@@ -1,7 +1,8 @@
 //! Trace overhead per step on a synthetic env: 4 agents x 12 KiB of observations (three keys
 //! per agent: float32[1024], float32[1024], uint8[4096]), an info object and two log lines.
 //!
-//! - `hash_12KiB/{sha256,blake3}`: the two candidate hashes on one agent's bytes;
+//! - `hash_12KiB/{sha256,blake3,xxh3}`: the candidate hashes on one agent's bytes (v1 and v2
+//!   use BLAKE3, v3 XXH3-128);
 //! - `env_step`: the synthetic env's own step (rewrites every array): the baseline;
 //! - `trace/all_changed/{cache,no_cache}`: tracing a step where every array changed;
 //! - `trace/one_key_changed/{cache,no_cache}`: only one key per agent changed (the revision
@@ -9,7 +10,8 @@
 //! - `adj_40000B/*`: what a chunk cache for the range's 40 KB `adj_matrix` would cost: hashing
 //!   it whole (`whole`), comparing it with the previous copy (`memcmp`), and hashing it as ten
 //!   4 KiB BLAKE3 subtrees merged into the same root (`4KiB_subtrees`, `blake3::hazmat`), of
-//!   which a chunk cache would rehash only the changed ones (43% of them on the range).
+//!   which a chunk cache would rehash only the changed ones (43% of them on the range), and
+//!   XXH3-128 of it (`xxh3`, what v3 does when it changed).
 //!
 //! Run: `cargo bench -p lockstep --bench trace` (thread CPU time; `LOCKSTEP_BENCH_WALL=1` for
 //! wall time).
@@ -127,7 +129,7 @@ impl Measurement for ThreadCpu {
 fn bench<M: Measurement + 'static>(c: &mut Criterion<M>) {
     let all = ["adj", "obs", "siem"];
     let one = ["obs"];
-    // The two candidate hashes on one agent's worth of bytes (the trace uses BLAKE3).
+    // The candidate hashes on one agent's worth of bytes (v1 and v2 use BLAKE3, v3 XXH3-128).
     let data = vec![7u8; 12 * 1024];
     c.bench_function("hash_12KiB/sha256", |b| {
         use sha2::Digest as _;
@@ -136,12 +138,18 @@ fn bench<M: Measurement + 'static>(c: &mut Criterion<M>) {
     c.bench_function("hash_12KiB/blake3", |b| {
         b.iter(|| black_box(blake3::hash(black_box(&data))))
     });
+    c.bench_function("hash_12KiB/xxh3", |b| {
+        b.iter(|| black_box(twox_hash::XxHash3_128::oneshot(black_box(&data))))
+    });
     let adj: Vec<u8> = (0..40_000u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     let copy = adj.clone();
     c.bench_function("adj_40000B/whole", |b| {
         b.iter(|| black_box(blake3::hash(black_box(&adj))))
+    });
+    c.bench_function("adj_40000B/xxh3", |b| {
+        b.iter(|| black_box(twox_hash::XxHash3_128::oneshot(black_box(&adj))))
     });
     c.bench_function("adj_40000B/memcmp", |b| {
         b.iter(|| black_box(black_box(&adj[..]) == black_box(&copy[..])))

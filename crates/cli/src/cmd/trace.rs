@@ -32,8 +32,9 @@ pub struct Args {
     /// Hash every array at every step (the digests are the same; for measuring).
     #[arg(long)]
     pub no_cache: bool,
-    /// Trace format: v1 (digests per agent and key, what checks and golden files use) or v2
-    /// (one hash per step, several times cheaper; docs/trace.md).
+    /// Trace format: v1 (digests per agent and key, what checks and golden files use), v2
+    /// (one BLAKE3 hash per step, several times cheaper) or v3 (v2 with the non-cryptographic
+    /// XXH3-128, cheaper again: equality across runs only); docs/trace.md.
     #[arg(long, value_enum, default_value_t = TraceFormat::V1)]
     pub format: TraceFormat,
 }
@@ -43,6 +44,7 @@ pub struct Args {
 pub enum TraceFormat {
     V1,
     V2,
+    V3,
 }
 
 impl From<TraceFormat> for Format {
@@ -50,6 +52,7 @@ impl From<TraceFormat> for Format {
         match f {
             TraceFormat::V1 => Format::V1,
             TraceFormat::V2 => Format::V2,
+            TraceFormat::V3 => Format::V3,
         }
     }
 }

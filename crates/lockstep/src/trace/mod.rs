@@ -58,24 +58,27 @@ use crate::env::{Actions, AgentStep, Array, ArrayData, DType, Env, EnvError, Tra
 pub const FORMAT: &str = "lockstep/trace/v1";
 
 mod v2;
-pub use v2::{BY_HASH_MIN_BYTES, FORMAT_V2};
+pub use v2::{BY_HASH_MIN_BYTES, FORMAT_V2, FORMAT_V3};
 
 /// Which encoding a [`Tracer`] computes. v1 (the default) has a digest per agent, key, info
 /// and log list, which is what localises a divergence inside a step; v2 ([`v2`]) hashes each
-/// step in one BLAKE3 call, several times cheaper, and pins steps and episodes only.
+/// step in one BLAKE3 call, several times cheaper, and pins steps and episodes only; v3 is
+/// v2's layout hashed with the non-cryptographic XXH3-128, for equality across runs only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     #[default]
     V1,
     V2,
+    V3,
 }
 
 impl Format {
-    /// The format's name as traces record it ([`FORMAT`], [`FORMAT_V2`]).
+    /// The format's name as traces record it ([`FORMAT`], [`FORMAT_V2`], [`FORMAT_V3`]).
     pub fn as_str(self) -> &'static str {
         match self {
             Format::V1 => FORMAT,
             Format::V2 => FORMAT_V2,
+            Format::V3 => FORMAT_V3,
         }
     }
 }
@@ -353,6 +356,42 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// [`same_value`] of two numbers, booleans or nulls of the same kind without a call (most
+/// members of an info are numbers that keep their value); `None` for anything else.
+#[inline(always)]
+fn same_scalar(a: &Value, b: &Value) -> Option<bool> {
+    use lockstep_canon::Number;
+    Some(match (a, b) {
+        (Value::Number(Number::Int(x)), Value::Number(Number::Int(y))) => x == y,
+        (Value::Number(Number::Float(x)), Value::Number(Number::Float(y))) => {
+            x.to_bits() == y.to_bits()
+        }
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        _ => return None,
+    })
+}
+
+/// `a == b` for the short keys of an info, a word at a time where both are at least 8 bytes
+/// long, instead of a `memcmp` call per member.
+#[inline(always)]
+fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if !(8..=16).contains(&n) {
+        return a == b;
+    }
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8)
+}
+
 /// True when `v` nests arrays or objects at least `levels` deep (a scalar is 0 deep).
 fn nests(v: &Value, levels: usize) -> bool {
     if levels == 0 {
@@ -382,43 +421,23 @@ struct Member {
 #[derive(Debug, Clone, Default)]
 struct InfoCache {
     members: Vec<Member>,
-    /// This step's changed numbers, booleans and nulls, written in one call of the writer
-    /// (each call sets up an 8 KiB staging buffer, which costs more than a number's text).
-    batch: Vec<Value>,
-    /// The member index of each `batch` entry.
-    batch_at: Vec<usize>,
-}
-
-/// A value whose canonical text has no `,`: the batch's texts are split on commas.
-fn comma_free(v: &Value) -> bool {
-    matches!(v, Value::Null | Value::Bool(_) | Value::Number(_))
 }
 
 impl InfoCache {
     /// Writes `'I' || canonical JSON of info` into `buf` and returns the digest, reusing the
     /// text of every member equal (bitwise) to the same member of the last info.
-    fn digest(
-        &mut self,
-        map: &lockstep_canon::Map,
-        buf: &mut Vec<u8>,
-        scratch: &mut Vec<u8>,
-    ) -> io::Result<Digest> {
+    fn digest(&mut self, map: &lockstep_canon::Map, buf: &mut Vec<u8>) -> io::Result<Digest> {
         buf.clear();
         buf.push(b'I');
-        self.append_text(map, buf, scratch)?;
+        self.append_text(map, buf)?;
         Ok(Digest(*blake3::hash(buf).as_bytes()))
     }
 
     /// Appends the canonical JSON of the info `map` (profile python) to `out`, reusing the
-    /// text of every member equal (bitwise) to the same member of the last info; `scratch` is
-    /// working space. Format v2 writes infos straight into its step buffer with this.
-    fn append_text(
-        &mut self,
-        map: &lockstep_canon::Map,
-        out: &mut Vec<u8>,
-        scratch: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        if self.render(map, scratch).is_err() {
+    /// text of every member equal (bitwise) to the same member of the last info. Formats v2
+    /// and v3 write infos straight into their step buffer with this.
+    fn append_text(&mut self, map: &lockstep_canon::Map, out: &mut Vec<u8>) -> io::Result<()> {
+        if self.render(map).is_err() {
             // Start again from nothing next time; the whole writer is the authority: it
             // words the error (with its JSON Pointer) or, for an info too deep for members
             // to be written on their own, gives the text.
@@ -438,17 +457,18 @@ impl InfoCache {
         Ok(())
     }
 
-    /// Brings every member's text up to date with `map` (`buf` is scratch).
-    fn render(&mut self, map: &lockstep_canon::Map, buf: &mut Vec<u8>) -> io::Result<()> {
+    /// Brings every member's text up to date with `map`. A changed value is written by
+    /// [`append`] straight into the member's text (no staging buffer: a number costs its
+    /// digits only).
+    fn render(&mut self, map: &lockstep_canon::Map) -> io::Result<()> {
         // The writer refuses values nested deeper than MAX_WRITE_DEPTH counting from the
         // info; a member written on its own would start one level lower, so such infos go
         // through the writer whole.
         let deep = lockstep_canon::MAX_WRITE_DEPTH - 1;
-        if map.values().any(|v| nests(v, deep)) {
+        let container = |v: &Value| matches!(v, Value::Array(_) | Value::Object(_));
+        if map.values().any(|v| container(v) && nests(v, deep)) {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "nested deep"));
         }
-        self.batch.clear();
-        self.batch_at.clear();
         for (i, (key, value)) in map.iter().enumerate() {
             if i == self.members.len() {
                 self.members.push(Member {
@@ -459,45 +479,21 @@ impl InfoCache {
                 });
             }
             let m = &mut self.members[i];
-            if m.key != *key || m.text.is_empty() {
+            if !same_key(&m.key, key) || m.text.is_empty() {
                 m.key.clone_from(key);
                 m.text.clear();
                 append(&Value::String(key.clone()), &mut m.text)?;
                 m.key_len = m.text.len();
                 m.text.push(b':');
-            } else if same_value(&m.value, value) {
+            } else if same_scalar(&m.value, value).unwrap_or_else(|| same_value(&m.value, value)) {
                 continue;
             } else {
                 m.text.truncate(m.key_len + 1);
             }
             m.value.clone_from(value);
-            if comma_free(value) {
-                self.batch.push(value.clone());
-                self.batch_at.push(i);
-            } else {
-                append(value, &mut m.text)?;
-            }
+            append(value, &mut m.text)?;
         }
         self.members.truncate(map.len());
-        if self.batch.is_empty() {
-            return Ok(());
-        }
-        let all = Value::Array(std::mem::take(&mut self.batch));
-        buf.clear();
-        let written = append(&all, buf);
-        if let Value::Array(v) = all {
-            self.batch = v;
-        }
-        written?;
-        // `[t0,t1,..]`: no text contains a comma.
-        let body = &buf[1..buf.len() - 1];
-        let mut texts = body.split(|&b| b == b',');
-        for &i in &self.batch_at {
-            let text = texts.next().ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidData, "batch text too short")
-            })?;
-            self.members[i].text.extend_from_slice(text);
-        }
         Ok(())
     }
 }
@@ -705,9 +701,8 @@ pub struct Tracer {
     cache: BTreeMap<String, BTreeMap<String, (u64, Digest)>>,
     episode: Digest,
     steps: Vec<StepDigest>,
-    /// Reused buffers for canonical info bytes and the member cache's working space.
+    /// Reused buffer for an info's node bytes.
     scratch: Vec<u8>,
-    info_scratch: Vec<u8>,
     /// agent -> its last info, member by member (cache mode on).
     infos: BTreeMap<String, InfoCache>,
     /// agent -> key -> block cache of arrays of at least [`BLOCKED_MIN_BYTES`].
@@ -739,8 +734,13 @@ impl Tracer {
     /// Digests `t` as the next step (the first call is step 0) and extends the chain.
     pub fn record(&mut self, t: &Transition) -> Result<&StepDigest, TraceError> {
         let step = self.steps.len() as u64;
-        if self.format == Format::V2 {
-            let digest = self.v2.step(step, t, self.mode)?;
+        let whole_step = match self.format {
+            Format::V1 => None,
+            Format::V2 => Some(v2::StepHash::Blake3),
+            Format::V3 => Some(v2::StepHash::Xxh3),
+        };
+        if let Some(hash) = whole_step {
+            let digest = self.v2.step(step, t, self.mode, hash)?;
             self.episode = chain(&self.episode, &digest);
             self.steps.push(StepDigest {
                 step,
@@ -828,7 +828,7 @@ impl Tracer {
             Some(c) => c,
             None => self.infos.entry(agent.to_string()).or_default(),
         };
-        cache.digest(map, &mut self.scratch, &mut self.info_scratch)
+        cache.digest(map, &mut self.scratch)
     }
 
     fn array(&mut self, t: &Transition, agent: &str, key: &str, array: &Array) -> Digest {

@@ -174,6 +174,13 @@ fn info_cache_matches_the_writer() {
         r#"{"k":false}"#,
         r#"{"j":false}"#,
         r#"{"j":"\ud83d\ude00","k":1e300,"l":-1.5e-7}"#,
+        // Keys of 8 to 16 bytes (compared a word at a time) that differ in one byte only,
+        // first, in the middle, last; then a key one byte longer.
+        r#"{"abcdefgh":1,"member_key_16byt":2,"twelve_bytes":3}"#,
+        r#"{"Abcdefgh":1,"member_key_16byt":2,"twelve_bytes":3}"#,
+        r#"{"Abcdefgh":1,"member_kEy_16byt":2,"twelve_bytes":3}"#,
+        r#"{"Abcdefgh":1,"member_kEy_16byT":2,"twelve_bytEs":3}"#,
+        r#"{"Abcdefghi":1,"member_kEy_16byT":2,"twelve_bytEs":3}"#,
     ]
     .iter()
     .map(|t| parse(t))

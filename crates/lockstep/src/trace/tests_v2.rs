@@ -1,5 +1,6 @@
-//! Tests of format v2: the committed vectors (computed by scripts/trace-v2-vectors.py, which
-//! shares no code with the tracer), caches against from-scratch hashing, sensitivity.
+//! Tests of formats v2 and v3 (v2's layout with XXH3-128): the committed vectors (computed by
+//! scripts/trace-vectors.py, which shares no code with the tracer), caches against
+//! from-scratch hashing, sensitivity. Every test but the vectors runs for both formats.
 
 use super::*;
 use crate::env::ArrayData;
@@ -13,13 +14,15 @@ struct Vectors {
     episode: Digest,
 }
 
-#[test]
-fn vectors_v2_reproduce() {
-    let v: Vectors = serde_json::from_str(include_str!("vectors_v2.json")).unwrap();
-    assert_eq!(v.format, FORMAT_V2);
+/// Both formats the whole-step hasher computes.
+const WHOLE_STEP: [Format; 2] = [Format::V2, Format::V3];
+
+fn vectors_reproduce(json: &str, format: Format) {
+    let v: Vectors = serde_json::from_str(json).unwrap();
+    assert_eq!(v.format, format.as_str());
     assert_eq!(v.transitions.len(), v.step_digests.len());
     for mode in [CacheMode::On, CacheMode::Off] {
-        let mut tracer = Tracer::with_format(Format::V2, mode);
+        let mut tracer = Tracer::with_format(format, mode);
         for (i, (rec, want)) in v.transitions.iter().zip(&v.step_digests).enumerate() {
             let t = rec.to_transition().unwrap();
             assert_eq!(
@@ -30,6 +33,31 @@ fn vectors_v2_reproduce() {
         }
         assert_eq!(tracer.episode(), v.episode, "{mode:?}");
     }
+}
+
+#[test]
+fn vectors_v2_reproduce() {
+    vectors_reproduce(include_str!("vectors_v2.json"), Format::V2);
+}
+
+#[test]
+fn vectors_v3_reproduce() {
+    vectors_reproduce(include_str!("vectors_v3.json"), Format::V3);
+}
+
+/// The same transitions give other digests in v2 and v3 (v3 is not v2 under another name).
+#[test]
+fn v2_and_v3_digests_differ() {
+    let t = base();
+    let v2 = Tracer::with_format(Format::V2, CacheMode::On)
+        .record(&t)
+        .unwrap()
+        .digest;
+    let v3 = Tracer::with_format(Format::V3, CacheMode::On)
+        .record(&t)
+        .unwrap()
+        .digest;
+    assert_ne!(v2, v3);
 }
 
 fn array(n: usize, seed: f32) -> Array {
@@ -86,9 +114,15 @@ fn base() -> Transition {
 /// a zero, and while infos change member by member.
 #[test]
 fn v2_cache_and_no_cache_agree() {
+    for format in WHOLE_STEP {
+        cache_and_no_cache_agree(format);
+    }
+}
+
+fn cache_and_no_cache_agree(format: Format) {
     let mut t = base();
-    let mut on = Tracer::with_format(Format::V2, CacheMode::On);
-    let mut off = Tracer::with_format(Format::V2, CacheMode::Off);
+    let mut on = Tracer::with_format(format, CacheMode::On);
+    let mut off = Tracer::with_format(format, CacheMode::Off);
     let mut seen = std::collections::BTreeSet::new();
     for i in 0..30usize {
         {
@@ -123,11 +157,11 @@ fn v2_cache_and_no_cache_agree() {
             v[i] = -v[i];
         }
         let got = on.record(&t).unwrap().digest;
-        assert_eq!(got, off.record(&t).unwrap().digest, "step {i}");
+        assert_eq!(got, off.record(&t).unwrap().digest, "{format:?} step {i}");
         // A fresh tracer at the same step index gives the same digest: no state leaks in.
-        let mut fresh = Tracer::with_format(Format::V2, CacheMode::Off);
+        let mut fresh = Tracer::with_format(format, CacheMode::Off);
         fresh.steps = on.steps()[..i].to_vec();
-        assert_eq!(fresh.record(&t).unwrap().digest, got, "step {i}");
+        assert_eq!(fresh.record(&t).unwrap().digest, got, "{format:?} step {i}");
         seen.insert(got);
     }
     assert_eq!(on.episode(), off.episode());
@@ -142,12 +176,15 @@ fn a(t: &mut Transition) -> &mut AgentStep {
 /// array's element hash and a value that only differs in the sign of zero.
 #[test]
 fn v2_any_change_moves_the_step_digest() {
-    let d = |t: &Transition| {
-        Tracer::with_format(Format::V2, CacheMode::Off)
-            .record(t)
-            .unwrap()
-            .digest
-    };
+    for format in WHOLE_STEP {
+        for mode in [CacheMode::On, CacheMode::Off] {
+            any_change_moves_the_step_digest(format, mode);
+        }
+    }
+}
+
+fn any_change_moves_the_step_digest(format: Format, mode: CacheMode) {
+    let d = |t: &Transition| Tracer::with_format(format, mode).record(t).unwrap().digest;
     let b = base();
     let mut variants = Vec::new();
     let mut edit = |f: &dyn Fn(&mut Transition)| {
@@ -193,7 +230,10 @@ fn v2_any_change_moves_the_step_digest() {
     let mut all = std::collections::BTreeSet::new();
     all.insert(d(&b));
     for (i, v) in variants.iter().enumerate() {
-        assert!(all.insert(d(v)), "variant {i} collides");
+        assert!(
+            all.insert(d(v)),
+            "{format:?} {mode:?}: variant {i} collides"
+        );
     }
 }
 
@@ -208,10 +248,11 @@ fn v2_info_errors_name_the_agent() {
     m.insert("k".into(), deep);
     let mut t = base();
     t.agents.get_mut("b").unwrap().info = Value::Object(m);
-    for mode in [CacheMode::On, CacheMode::Off] {
-        let err = Tracer::with_format(Format::V2, mode)
-            .record(&t)
-            .unwrap_err();
+    for (format, mode) in WHOLE_STEP
+        .into_iter()
+        .flat_map(|f| [(f, CacheMode::On), (f, CacheMode::Off)])
+    {
+        let err = Tracer::with_format(format, mode).record(&t).unwrap_err();
         assert!(
             matches!(&err, TraceError::Info { step: 0, agent, .. } if agent == "b"),
             "{err}"
@@ -223,14 +264,20 @@ fn v2_info_errors_name_the_agent() {
 /// stays the default of `Tracer::new` and of rollouts.
 #[test]
 fn v2_rollouts_chain_their_steps() {
+    for (format, name) in [(Format::V2, FORMAT_V2), (Format::V3, FORMAT_V3)] {
+        rollouts_chain_their_steps(format, name);
+    }
+}
+
+fn rollouts_chain_their_steps(format: Format, name: &str) {
     use crate::env::EnvFactory as _;
     let f = crate::fixtures::factory("fixture").unwrap();
     let opts = RolloutOptions {
-        format: Format::V2,
+        format,
         ..RolloutOptions::default()
     };
     let r = rollout(f.make().unwrap().as_mut(), 5, 40, &opts).unwrap();
-    assert_eq!(r.trace.format, FORMAT_V2);
+    assert_eq!(r.trace.format, name);
     let mut episode = Digest::ZERO;
     for s in &r.trace.step_digests {
         assert!(s.agents.is_empty());

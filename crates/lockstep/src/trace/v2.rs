@@ -32,6 +32,27 @@
 //! is all zeros). Two v2 traces tell at which step they part; format v1 (the default of
 //! every check and golden file) tells where in the step.
 
+//!
+//! ## Format `lockstep/trace/v3`: v2's layout, hashed with XXH3-128
+//!
+//! BLAKE3 is most of v2's cost on the range (a 40 KB adjacency matrix rewritten on most
+//! steps, 11 KB of small arrays and infos every step). v3 is for when only equality across
+//! runs matters and nobody crafts inputs against the tracer: the same step buffer, with
+//! `X` = XXH3-128 (seed 0, its canonical big-endian 16 bytes) in place of `H` for both the
+//! element hash and the step:
+//!
+//! ```text
+//! step buffer = v2's, with X(the element bytes) for arrays of 16384 bytes or more
+//! step_k = H(X(step buffer))                 (32 bytes, as every lockstep digest)
+//! episode_-1 = 32 zero bytes;  episode_k = H('E' || episode_k-1 || step_k)
+//! ```
+//!
+//! Its strength is XXH3-128's: a non-cryptographic hash, for which an accidental collision
+//! is as unlikely as a 128-bit one, but a deliberate one is easy. Large arrays are kept by
+//! revision, and by comparison with other agents' arrays, as in v2; no copy of their last
+//! bytes is kept to rehash changed blocks only: XXH3 hashes a changed 40 KB array whole in
+//! less time than copying it would take plus the comparison.
+
 use std::collections::BTreeMap;
 
 use lockstep_canon::Value;
@@ -44,6 +65,16 @@ use crate::env::{Array, Transition};
 /// Version of the encoding above. A change to any byte of it is a new version.
 pub const FORMAT_V2: &str = "lockstep/trace/v2";
 
+/// Version of v2's layout hashed with XXH3-128 (above).
+pub const FORMAT_V3: &str = "lockstep/trace/v3";
+
+/// Which hash a [`StepHasher`] step uses: v2's BLAKE3 or v3's XXH3-128.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StepHash {
+    Blake3,
+    Xxh3,
+}
+
 /// Arrays of at least this many element bytes enter a v2 step by their element hash.
 pub const BY_HASH_MIN_BYTES: usize = 16 * 1024;
 
@@ -51,7 +82,6 @@ pub const BY_HASH_MIN_BYTES: usize = 16 * 1024;
 #[derive(Debug, Clone, Default)]
 pub(super) struct StepHasher {
     buf: Vec<u8>,
-    scratch: Vec<u8>,
     /// agent -> key -> (revision, element hash) of the last large array seen there.
     elements: BTreeMap<String, BTreeMap<String, (u64, [u8; 32])>>,
     /// agent -> its last info, member by member (cache mode on).
@@ -68,6 +98,27 @@ fn put_u64(buf: &mut Vec<u8>, x: u64) {
 fn put_name(buf: &mut Vec<u8>, s: &str) {
     put_u64(buf, s.len() as u64);
     buf.extend_from_slice(s.as_bytes());
+}
+
+/// XXH3-128 of `bytes`, its canonical (big-endian) bytes.
+fn xxh3(bytes: &[u8]) -> [u8; 16] {
+    twox_hash::XxHash3_128::oneshot(bytes).to_be_bytes()
+}
+
+/// XXH3-128 of an array's element bytes (little-endian), then 16 zero bytes: the shape v2's
+/// element hashes are kept in (a v3 step takes the first 16).
+fn element_xxh3(a: &Array) -> [u8; 32] {
+    let x = match le_slice(a.data()) {
+        Some(bytes) => xxh3(bytes),
+        None => {
+            let mut h = twox_hash::XxHash3_128::new();
+            a.with_le_bytes(|b| h.write(b));
+            h.finish_128().to_be_bytes()
+        }
+    };
+    let mut h = [0u8; 32];
+    h[..16].copy_from_slice(&x);
+    h
 }
 
 /// BLAKE3 of an array's element bytes, in one call (so that large arrays hash wide).
@@ -91,20 +142,24 @@ impl StepHasher {
         step: u64,
         t: &Transition,
         mode: CacheMode,
+        hash: StepHash,
     ) -> Result<Digest, TraceError> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         buf.push(b'S');
         put_u64(&mut buf, step);
         put_u64(&mut buf, t.agents.len() as u64);
-        let written = self.agents(step, t, mode, &mut buf);
+        let written = self.agents(step, t, mode, hash, &mut buf);
         if written.is_ok() {
             put_u64(&mut buf, t.logs.len() as u64);
             for line in &t.logs {
                 put_name(&mut buf, line);
             }
         }
-        let digest = Digest(*blake3::hash(&buf).as_bytes());
+        let digest = match hash {
+            StepHash::Blake3 => Digest(*blake3::hash(&buf).as_bytes()),
+            StepHash::Xxh3 => Digest(*blake3::hash(&xxh3(&buf)).as_bytes()),
+        };
         self.buf = buf;
         written.map(|()| digest)
     }
@@ -114,6 +169,7 @@ impl StepHasher {
         step: u64,
         t: &Transition,
         mode: CacheMode,
+        hash: StepHash,
         buf: &mut Vec<u8>,
     ) -> Result<(), TraceError> {
         for (agent, a) in &t.agents {
@@ -134,11 +190,16 @@ impl StepHasher {
                         None => array.with_le_bytes(|b| buf.extend_from_slice(b)),
                     }
                 } else {
-                    let h = match mode {
-                        CacheMode::On => self.cached_element_hash(t, agent, key, array),
-                        CacheMode::Off => element_hash(array),
+                    let h = match (mode, hash) {
+                        (CacheMode::On, _) => self.cached_element_hash(t, agent, key, array, hash),
+                        (CacheMode::Off, StepHash::Blake3) => element_hash(array),
+                        (CacheMode::Off, StepHash::Xxh3) => element_xxh3(array),
                     };
-                    buf.extend_from_slice(&h);
+                    let len = match hash {
+                        StepHash::Blake3 => 32,
+                        StepHash::Xxh3 => 16,
+                    };
+                    buf.extend_from_slice(&h[..len]);
                 }
             }
             put_u64(buf, a.reward.to_bits());
@@ -177,17 +238,22 @@ impl StepHasher {
             Some(c) => c,
             None => self.infos.entry(agent.to_string()).or_default(),
         };
-        cache.append_text(map, buf, &mut self.scratch)
+        cache.append_text(map, buf)
     }
 
-    /// The element hash of a large array: kept by revision, or taken from the same key of an
-    /// agent earlier in this step with the same bytes, else hashed.
+    /// The element hash of a large array (v2's 32 bytes, or v3's 16 then zeros): kept by
+    /// revision, or taken from the same key of an agent earlier in this step with the same
+    /// bytes, else hashed. v2 rehashes only the changed 4 KiB blocks of the last bytes it
+    /// keeps; v3 hashes a changed array whole, which costs less than keeping and comparing a
+    /// copy would (XXH3 reads 40 KB in 0.7 µs), but still compares with the other agents'
+    /// arrays first (an equal 40 KB compares in half that).
     fn cached_element_hash(
         &mut self,
         t: &Transition,
         agent: &str,
         key: &str,
         array: &Array,
+        hash: StepHash,
     ) -> [u8; 32] {
         let rev = array.revision();
         if let Some(&(r, h)) = self.elements.get(agent).and_then(|m| m.get(key)) {
@@ -197,8 +263,9 @@ impl StepHasher {
         }
         let h = match self.same_as_earlier(t, agent, key, array) {
             Some(h) => h,
-            None => match le_slice(array.data()) {
-                Some(bytes) => {
+            None => match (hash, le_slice(array.data())) {
+                (StepHash::Xxh3, _) => element_xxh3(array),
+                (StepHash::Blake3, Some(bytes)) => {
                     let by_agent = match self.blocks.get_mut(agent) {
                         Some(m) => m,
                         None => self.blocks.entry(agent.to_string()).or_default(),
@@ -209,7 +276,7 @@ impl StepHasher {
                     };
                     *blocks.hash(bytes).as_bytes()
                 }
-                None => element_hash(array),
+                (StepHash::Blake3, None) => element_hash(array),
             },
         };
         let slot = match self.elements.get_mut(agent) {

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Test vectors of trace format lockstep/trace/v2, computed from docs/trace.md alone.
+"""Test vectors of trace formats lockstep/trace/v2 and v3, computed from docs/trace.md alone.
 
-Writes crates/lockstep/src/trace/vectors_v2.json: a few transitions (as the JSON
-TransitionRecord of `lockstep trace --json --capture`), the v2 digest of each as step
-0, 1, ... and the episode digest. `vectors_v2_reproduce` in crates/lockstep/src/trace/
-tests_v2.rs checks the Rust tracer against the file. This script shares no code with the
-Rust tracer: it needs only the `blake3` package (pip install blake3).
+Writes crates/lockstep/src/trace/vectors_v2.json and vectors_v3.json: a few transitions (as
+the JSON TransitionRecord of `lockstep trace --json --capture`), the digest of each as step
+0, 1, ... and the episode digest. `vectors_v2_reproduce` and `vectors_v3_reproduce` in
+crates/lockstep/src/trace/tests_v2.rs check the Rust tracer against the files. This script
+shares no code with the Rust tracer: it needs only the `blake3` and `xxhash` packages
+(pip install blake3 xxhash).
 
-    python3 scripts/trace-v2-vectors.py            # rewrite the file
-    python3 scripts/trace-v2-vectors.py --check    # exit 1 if the file differs
+    python3 scripts/trace-vectors.py            # rewrite both files
+    python3 scripts/trace-vectors.py --check    # exit 1 if either file differs
 """
 
 import base64
@@ -19,10 +20,10 @@ import struct
 import sys
 
 import blake3
+import xxhash
 
-OUT = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)),
-    "..", "crates", "lockstep", "src", "trace", "vectors_v2.json",
+TRACE_DIR = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "crates", "lockstep", "src", "trace"
 )
 
 DTYPES = {  # name -> (tag, struct code, element size)
@@ -71,7 +72,17 @@ def reward_bits(text):
     return struct.pack("<d", float(text) if x is None else x)
 
 
-def step_digest(k, t):
+def H(data):
+    return blake3.blake3(data).digest()
+
+
+def X(data):
+    """XXH3-128, seed 0, canonical (big-endian) bytes."""
+    return xxhash.xxh3_128_digest(data)
+
+
+def step_digest(k, t, fmt):
+    element_hash = H if fmt == "v2" else X
     b = b"S" + u64(k) + u64(len(t["agents"]))
     for agent_name in sorted(t["agents"], key=lambda s: s.encode("utf-8")):
         a = t["agents"][agent_name]
@@ -83,14 +94,14 @@ def step_digest(k, t):
             for d in arr["shape"]:
                 b += u64(d)
             b += u64(len(data))
-            b += data if len(data) < BY_HASH_MIN_BYTES else blake3.blake3(data).digest()
+            b += data if len(data) < BY_HASH_MIN_BYTES else element_hash(data)
         b += reward_bits(a["reward"])
         b += bytes([int(a["terminated"]), int(a["truncated"])])
         b += name(a["info"])
     b += u64(len(t["logs"]))
     for line in t["logs"]:
         b += name(line)
-    return blake3.blake3(b).digest()
+    return H(b) if fmt == "v2" else H(X(b))
 
 
 def transitions():
@@ -169,16 +180,16 @@ def transitions():
     }
 
 
-def build():
+def build(fmt):
     ts = list(transitions())
     steps, episode = [], bytes(32)
     for k, t in enumerate(ts):
-        d = step_digest(k, t)
+        d = step_digest(k, t, fmt)
         steps.append(d.hex())
-        episode = blake3.blake3(b"E" + episode + d).digest()
+        episode = H(b"E" + episode + d)
     return {
-        "format": "lockstep/trace/v2",
-        "about": "written by scripts/trace-v2-vectors.py from docs/trace.md; do not edit",
+        "format": "lockstep/trace/" + fmt,
+        "about": "written by scripts/trace-vectors.py from docs/trace.md; do not edit",
         "transitions": ts,
         "step_digests": steps,
         "episode": episode.hex(),
@@ -186,16 +197,19 @@ def build():
 
 
 def main():
-    text = json.dumps(build(), indent=1, ensure_ascii=False) + "\n"
-    if "--check" in sys.argv[1:]:
-        with open(OUT, encoding="utf-8") as f:
-            if f.read() != text:
-                print("%s is out of date" % OUT, file=sys.stderr)
-                return 1
-        return 0
-    with open(OUT, "w", encoding="utf-8") as f:
-        f.write(text)
-    return 0
+    stale = 0
+    for fmt in ["v2", "v3"]:
+        out = os.path.join(TRACE_DIR, "vectors_%s.json" % fmt)
+        text = json.dumps(build(fmt), indent=1, ensure_ascii=False) + "\n"
+        if "--check" in sys.argv[1:]:
+            with open(out, encoding="utf-8") as f:
+                if f.read() != text:
+                    print("%s is out of date" % out, file=sys.stderr)
+                    stale = 1
+            continue
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    return stale
 
 
 if __name__ == "__main__":
