@@ -166,10 +166,11 @@ fn bench_prints_steps_per_second_last() {
     assert!(rate > 0.0);
 }
 
-/// `range bench --trace` measures both envs in one run and ends with their ratio, which is
-/// the traced rate over the untraced one printed above it.
+/// `range bench --trace` measures the untraced env and one traced env per format in one run
+/// and ends with each format's ratio, v3's last, each the traced rate over the untraced one
+/// printed above it.
 #[test]
-fn bench_trace_prints_both_rates_and_the_ratio_last() {
+fn bench_trace_prints_every_rate_and_the_ratios_last() {
     let o = lockstep(&["range", "bench", "--trace", "--seconds", "0.2"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = stdout(&o);
@@ -181,15 +182,20 @@ fn bench_trace_prints_both_rates_and_the_ratio_last() {
         let (_, r) = line.split_once("env-steps/s: ").expect("a rate");
         r.split_whitespace().next().unwrap().parse().unwrap()
     };
-    let (plain, traced) = (rate("untraced:"), rate("traced:"));
-    assert!(plain > 0.0 && traced > 0.0, "{text}");
-    let last = text.lines().last().unwrap();
-    let ratio: f64 = last
-        .strip_prefix("traced/untraced env-steps/s ratio: ")
-        .expect("last line is the ratio")
-        .parse()
-        .unwrap();
-    assert!((ratio - traced / plain).abs() < 0.01, "{text}");
+    let plain = rate("untraced:");
+    assert!(plain > 0.0, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let last_three = &lines[lines.len() - 3..];
+    for (format, line) in ["v1", "v2", "v3"].iter().zip(last_three) {
+        let traced = rate(&format!("traced {format}:"));
+        assert!(traced > 0.0, "{text}");
+        let ratio: f64 = line
+            .strip_prefix(&format!("traced {format}/untraced env-steps/s ratio: "))
+            .unwrap_or_else(|| panic!("{format}'s ratio in its place: {text}"))
+            .parse()
+            .unwrap();
+        assert!((ratio - traced / plain).abs() < 0.01, "{text}");
+    }
 }
 
 /// `range run --trace` drives the range with lockstep's own action sampler, so its digest is

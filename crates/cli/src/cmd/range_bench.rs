@@ -93,29 +93,34 @@ fn timed(f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<(f64, bool)> 
     }
 }
 
-/// Runs the three envs for about `seconds` of wall time in all and prints their rates, the
-/// ratios (traced / untraced env-steps per second) on the last two lines, v2's last.
+/// Runs the untraced env and one traced env per format for about `seconds` of wall time in
+/// all and prints their rates, then each format's ratio (traced / untraced env-steps per
+/// second), v3's (the cheapest) on the last line.
 #[allow(clippy::disallowed_methods)]
 pub fn traced_vs_untraced(params: &Params, seed: u64, seconds: f64) -> anyhow::Result<()> {
     let mut plain = Stepper::new(params, seed, None)?;
-    let mut v1 = Stepper::new(params, seed, Some(Format::V1))?;
-    let mut v2 = Stepper::new(params, seed, Some(Format::V2))?;
-    // Warm up all three (caches, allocations) before measuring.
-    for s in [&mut plain, &mut v1, &mut v2] {
+    let mut traced: Vec<(Format, Stepper, f64)> = Vec::new();
+    for format in [Format::V1, Format::V2, Format::V3] {
+        traced.push((format, Stepper::new(params, seed, Some(format))?, 0.0));
+    }
+    // Warm up every env (caches, allocations) before measuring.
+    plain.block(BLOCK_STEPS)?;
+    for (_, s, _) in &mut traced {
         s.block(BLOCK_STEPS)?;
     }
-    let (mut plain_s, mut v1_s, mut v2_s, mut blocks) = (0.0, 0.0, 0.0, 0u64);
+    let (mut plain_s, mut blocks) = (0.0, 0u64);
     let mut cpu = true;
     let budget = Duration::from_secs_f64(seconds);
     let start = Instant::now();
     while start.elapsed() < budget || blocks == 0 {
         let (p, pc) = timed(|| plain.block(BLOCK_STEPS))?;
-        let (t1, c1) = timed(|| v1.block(BLOCK_STEPS))?;
-        let (t2, c2) = timed(|| v2.block(BLOCK_STEPS))?;
         plain_s += p;
-        v1_s += t1;
-        v2_s += t2;
-        cpu &= pc && c1 && c2;
+        cpu &= pc;
+        for (_, s, total) in &mut traced {
+            let (t, c) = timed(|| s.block(BLOCK_STEPS))?;
+            *total += t;
+            cpu &= c;
+        }
         blocks += 1;
     }
     let steps = blocks * BLOCK_STEPS;
@@ -129,22 +134,31 @@ pub fn traced_vs_untraced(params: &Params, seed: u64, seconds: f64) -> anyhow::R
         per_step(plain_s),
         steps as f64 / plain_s
     );
-    let traced = |label: &str, s: f64| {
-        format!(
-            "{label} {:.1} us/step, env-steps/s: {:.0} (tracing {:.1} us/step, {:.0}% of a step)",
-            per_step(s),
+    for (format, _, s) in &traced {
+        outln!(
+            "traced {}: {:.1} us/step, env-steps/s: {:.0} (tracing {:.1} us/step, {:.0}% of a step)",
+            format_label(*format),
+            per_step(*s),
             steps as f64 / s,
             per_step(s - plain_s),
             100.0 * (s - plain_s) / plain_s
-        )
-    };
-    outln!("{}", traced("traced v1:", v1_s));
-    outln!("{}", traced("traced:   ", v2_s));
-    outln!("(traced: format v2, lockstep trace --format v2; traced v1: the default format)");
-    outln!(
-        "traced v1/untraced env-steps/s ratio: {:.2}",
-        plain_s / v1_s
-    );
-    outln!("traced/untraced env-steps/s ratio: {:.2}", plain_s / v2_s);
+        );
+    }
+    outln!("(v1: the default format, what checks and golden files use; v2: one BLAKE3 hash per step; v3: v2 with XXH3-128; lockstep trace --format v1|v2|v3)");
+    for (format, _, s) in &traced {
+        outln!(
+            "traced {}/untraced env-steps/s ratio: {:.2}",
+            format_label(*format),
+            plain_s / s
+        );
+    }
     Ok(())
+}
+
+fn format_label(format: Format) -> &'static str {
+    match format {
+        Format::V1 => "v1",
+        Format::V2 => "v2",
+        Format::V3 => "v3",
+    }
 }
