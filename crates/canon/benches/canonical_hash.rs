@@ -5,8 +5,9 @@
 //! same state in Python (same generator, same draw order), so the figures are comparable.
 //!
 //! Also, from the state's text (as `json.dump` writes it, keys reversed): `from_text/parse`
-//! (into the tree) and `from_text/one_pass_*_sha256` (`canonicalize` straight into SHA-256),
-//! in input bytes per second.
+//! (into the tree), `from_text/serde_json_value` (serde_json into its own tree, for
+//! reference) and `from_text/one_pass_*_sha256` (`canonicalize` straight into SHA-256), in
+//! input bytes per second.
 //!
 //! Run: `cargo bench -p lockstep-canon --bench canonical_hash` (`HOSTS=100` for a state that
 //! fits in cache, which separates the writer's own cost from memory latency). The setup
@@ -229,6 +230,13 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.bench_function("parse", |b| {
         b.iter(|| parse_with(std::hint::black_box(&text), &ParseOptions::default()).unwrap())
+    });
+    // The reference: a well-kept parser into its own tree of heap nodes (serde_json's
+    // `Value`, maps as B-trees like ours), on the same text. It runs at our parse's speed,
+    // which says the tree's figure is the cost of its allocations, not of the parser
+    // (docs/canonical-json.md, "Fifth round").
+    group.bench_function("serde_json_value", |b| {
+        b.iter(|| serde_json::from_slice::<serde_json::Value>(std::hint::black_box(&text)).unwrap())
     });
     group.bench_function("one_pass_python_sha256", |b| {
         b.iter(|| text_fingerprint(std::hint::black_box(&text), Profile::Python))
