@@ -5,7 +5,9 @@
 //! the shortest round-trip *digits* from `zmij` (which agree with `ryu`, Python's `repr` and
 //! ECMAScript's Number::toString) and lay them out ourselves, once per profile. Whatever
 //! layout zmij picks, [`Decimal::of`] reads back just digits and exponent, so a change in its
-//! layout cannot reach our bytes.
+//! layout cannot reach our bytes: the fast reading takes only texts of the shape zmij writes
+//! today (at most 24 bytes, digits and one point, at most 17 significant digits, a short
+//! exponent) and hands anything else to the general byte-by-byte reading.
 
 /// The shortest round-trip decimal digits of a finite, non-zero double's magnitude:
 /// `value = 0.d1 d2 ... dn × 10^point`.
@@ -28,40 +30,101 @@ impl Decimal {
     /// Digits and decimal exponent of any layout of digits, point and exponent:
     /// 1234.0 / 12.34 / 0.001234 / 1e+30 / 1.234e+33 / 1.234e-07. The digits before and
     /// after the point are put side by side; the significant ones run from the first
-    /// non-zero digit to the last; the point sits after the integer part's digits.
+    /// non-zero digit to the last; the point sits after the integer part's digits. A text
+    /// not of the shape zmij writes goes to [`Decimal::read_general`].
     fn read(text: &[u8]) -> Decimal {
+        if text.is_empty() || text.len() > 24 {
+            return Decimal::read_general(text);
+        }
         // An exponent is at most `e-324`: only the last five bytes can hold its `e`.
         let tail = text.len().saturating_sub(5);
         let (mantissa, exponent) = match text[tail..].iter().rposition(|&b| b == b'e') {
-            Some(e) => (&text[..tail + e], parse_exponent(&text[tail + e + 1..])),
+            Some(e) => {
+                let body = &text[tail + e + 1..];
+                let digits = body.strip_prefix(b"-").or(body.strip_prefix(b"+"));
+                if !digits.unwrap_or(body).iter().all(u8::is_ascii_digit) || body.is_empty() {
+                    return Decimal::read_general(text);
+                }
+                (&text[..tail + e], parse_exponent(body))
+            }
             None => (text, 0),
         };
         let (int, frac) = match mantissa.iter().position(|&b| b == b'.') {
             Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
             None => (mantissa, &mantissa[..0]),
         };
-        let mut all = [b'0'; 64];
-        let n = (int.len() + frac.len()).min(all.len());
-        let int_len = int.len().min(n);
-        all[..int_len].copy_from_slice(&int[..int_len]);
-        all[int_len..n].copy_from_slice(&frac[..n - int_len]);
-        let all = &all[..n];
-        let first = all.iter().position(|&b| b != b'0').unwrap_or(0);
-        let last = all.iter().rposition(|&b| b != b'0').unwrap_or(first);
-        // Shortest round-trip digits are at most 17.
-        let len = (last + 1 - first).min(17);
+        // At most 24 bytes of text with its point, so the two parts fit; the rest stays '0'.
+        let mut all = [b'0'; 24];
+        let n = int.len() + frac.len();
+        all[..int.len()].copy_from_slice(int);
+        all[int.len()..n].copy_from_slice(frac);
+        let first = all[..n].iter().position(|&b| b != b'0').unwrap_or(0);
+        let last = all[..n].iter().rposition(|&b| b != b'0').unwrap_or(first);
+        // Another point, an `e` further in, a sign: not a layout of zmij's. Shortest
+        // round-trip digits are at most 17.
+        if !all_digits(&all) || last + 1 - first > 17 {
+            return Decimal::read_general(text);
+        }
+        let len = last + 1 - first;
         let mut digits = [0u8; 17];
         digits[..len].copy_from_slice(&all[first..first + len]);
         Decimal {
             digits,
             len,
-            point: int_len as i32 - first as i32 + exponent,
+            point: int.len() as i32 - first as i32 + exponent,
+        }
+    }
+
+    /// The reading of any text, byte by byte: digits up to the first 17 significant ones
+    /// (trailing zeros dropped), the point where the `.` is, plus the exponent after the last
+    /// `e`. Only texts [`Decimal::read`] does not take come here, which zmij does not write.
+    #[cold]
+    fn read_general(text: &[u8]) -> Decimal {
+        let (mantissa, exponent) = match text.iter().rposition(|&b| b == b'e') {
+            Some(e) => (&text[..e], parse_exponent(&text[e + 1..])),
+            None => (text, 0),
+        };
+        let mut digits = [0u8; 17];
+        let mut len = 0;
+        let mut point = mantissa.len() as i32;
+        let mut leading_zeros = 0i32;
+        for (i, &b) in mantissa.iter().enumerate() {
+            if b == b'.' {
+                point = i as i32;
+            } else if len == 0 && b == b'0' {
+                leading_zeros += 1;
+            } else if len < 17 {
+                digits[len] = b;
+                len += 1;
+            }
+        }
+        while len > 1 && digits[len - 1] == b'0' {
+            len -= 1;
+        }
+        Decimal {
+            digits,
+            len,
+            point: point - leading_zeros + exponent,
         }
     }
 
     fn digits(&self) -> &[u8] {
         &self.digits[..self.len]
     }
+}
+
+/// Every byte of `all` an ASCII digit (the text's digits, then `'0'`s), three words at
+/// once: in each lane, adding 0x46 sets bit 7 from `:` up and subtracting 0x30 sets it below
+/// `0` (a carry or borrow into the next lane only follows a lane already flagged).
+#[inline]
+fn all_digits(all: &[u8; 24]) -> bool {
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&all[at..at + 8]);
+        let w = u64::from_le_bytes(w);
+        w | w.wrapping_add(0x4646_4646_4646_4646) | w.wrapping_sub(0x3030_3030_3030_3030)
+    };
+    (word(0) | word(8) | word(16)) & 0x8080_8080_8080_8080 == 0
 }
 
 fn parse_exponent(text: &[u8]) -> i32 {
@@ -388,9 +451,23 @@ mod tests {
             "9.999999999999999e+22",
             "1e0",
             "1.0e5",
+            // Not zmij's shapes, which go to the general reading: more than 17 significant
+            // digits, more than 24 bytes, an exponent too long for the last five bytes,
+            // two points, an `e` with nothing after it, no text at all.
+            "1.0000000000000000001",
+            "12345678901234567890123",
+            "0.00000000000000000000001234",
+            "1e-0007",
+            "1.5e+00300",
+            "1.2.3",
+            "1.5e",
+            "1.5e-",
+            "",
         ] {
             check(text.as_bytes());
         }
+        check(&[b'1'; 70]);
+        check(format!("{}.5e+3", "9".repeat(40)).as_bytes());
     }
 
     use super::*;
