@@ -25,7 +25,7 @@ mod writer;
 
 pub use parser::ParseOptions;
 pub use serde_impls::{from_value, to_value, ConvertError};
-pub use stream::{canonicalize, CanonError};
+pub use stream::{canonicalize, canonicalize_early, CanonError, EarlyWrite};
 pub use value::{Map, Number, Value};
 pub use writer::{append_value, write_value, MAX_WRITE_DEPTH};
 

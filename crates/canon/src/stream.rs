@@ -22,6 +22,7 @@
 //! path on generated and mutated documents (`tests/stream_differential.rs`).
 
 mod duplicates;
+mod early;
 mod order;
 mod tokens;
 
@@ -35,6 +36,8 @@ use crate::sink::Out;
 use crate::writer::cmp_utf16;
 use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
 use duplicates::duplicate_key;
+pub use early::EarlyWrite;
+use early::{Early, NoRestart};
 use tokens::{copy_token, quoted};
 
 /// Why [`canonicalize`] stopped: the text is not JSON (first), a value has no canonical form
@@ -62,6 +65,30 @@ pub fn canonicalize<W: io::Write>(
     profile: Profile,
     out: &mut W,
 ) -> Result<(), CanonError> {
+    run(text, options, profile, &mut NoRestart(out), false)
+}
+
+/// As [`canonicalize`], but hands `out` canonical bytes before the document ends when the
+/// root is an object, so that a writer hashing on another thread works while the text is
+/// still being read (see `stream/early.rs`). Those bytes are a guess; when it fails, `out`
+/// is told to [`restart`](EarlyWrite::restart) and given the document again. When this
+/// returns `Ok`, what `out` holds since its last restart is exactly the canonical bytes.
+pub fn canonicalize_early<W: EarlyWrite>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+) -> Result<(), CanonError> {
+    run(text, options, profile, out, true)
+}
+
+fn run<W: EarlyWrite>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+    early: bool,
+) -> Result<(), CanonError> {
     if options.max_depth > MAX_WRITE_DEPTH {
         // Deeper than the writer goes: let the two-step path word that error.
         let value = crate::parse_with(text, options)?;
@@ -87,6 +114,7 @@ pub fn canonicalize<W: io::Write>(
         order: Vec::new(),
         orders: Vec::new(),
         aside: Vec::new(),
+        early: Early::new(early),
         error: None,
         io_error: None,
     };
@@ -192,6 +220,7 @@ struct Canon<'a> {
     orders: Vec<Vec<u32>>,
     /// The members of an object being reordered, copied aside.
     aside: Vec<u8>,
+    early: Early,
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
     io_error: Option<io::Error>,
@@ -199,7 +228,7 @@ struct Canon<'a> {
 
 impl Canon<'_> {
     /// As [`Parser::parse_document`].
-    fn document<W: io::Write>(&mut self, out: &mut W) -> Result<(), ParseError> {
+    fn document<W: EarlyWrite>(&mut self, out: &mut W) -> Result<(), ParseError> {
         if self.p.bytes.starts_with(b"\xef\xbb\xbf") {
             return Err(self.p.error("byte order mark is not allowed"));
         }
@@ -224,7 +253,7 @@ impl Canon<'_> {
     }
 
     /// As the parser's `parse_value`, writing instead of building.
-    fn value<W: io::Write>(&mut self, out: &mut W) -> Result<(), ParseError> {
+    fn value<W: EarlyWrite>(&mut self, out: &mut W) -> Result<(), ParseError> {
         loop {
             self.p.skip_whitespace();
             match self.p.peek() {
@@ -262,6 +291,9 @@ impl Canon<'_> {
                             seen: None,
                         }));
                         self.key(start)?;
+                        if self.early.on && self.frames.len() == 1 {
+                            self.early_root_key(out);
+                        }
                         continue;
                     }
                 }
@@ -269,6 +301,9 @@ impl Canon<'_> {
             }
             // Hand the finished value to enclosing containers, closing those that end here.
             loop {
+                if self.buf.len() >= self.early.next_at {
+                    self.early_send(out);
+                }
                 self.p.skip_whitespace();
                 match self.frames.last_mut() {
                     None => return Ok(()),
@@ -297,6 +332,9 @@ impl Canon<'_> {
                                 self.p.skip_whitespace();
                                 self.buf.byte(b',');
                                 self.key(self.buf.len())?;
+                                if self.early.on && self.frames.len() == 1 {
+                                    self.early_root_key(out);
+                                }
                                 break;
                             }
                             Some(b'}') => {
@@ -431,6 +469,7 @@ impl Canon<'_> {
     /// The value of the pending member (the last one) is complete: refuse a duplicate key
     /// (at the key's position, as the parser does when it inserts the member).
     fn member_done(&mut self) -> Result<(), ParseError> {
+        let inside_root = self.frames.len() > 1;
         let Some(Frame::Object(obj)) = self.frames.last_mut() else {
             return Ok(());
         };
@@ -446,6 +485,9 @@ impl Canon<'_> {
                 let by_bytes = !obj.astral;
                 if Self::member_cmp(by_bytes, input, &self.keys, last, member) != Ordering::Less {
                     obj.sorted = false;
+                    if inside_root {
+                        self.early.unsorted(obj.start);
+                    }
                 }
             }
         }
@@ -483,7 +525,7 @@ impl Canon<'_> {
 
     /// `}`: puts the members in key order if they did not come so, and forgets them; refuses
     /// a duplicate key not refused yet.
-    fn close_object<W: io::Write>(&mut self, out: &mut W) -> Result<(), ParseError> {
+    fn close_object<W: EarlyWrite>(&mut self, out: &mut W) -> Result<(), ParseError> {
         let Some(Frame::Object(obj)) = self.frames.last() else {
             return Ok(());
         };
@@ -499,7 +541,9 @@ impl Canon<'_> {
             return Ok(());
         };
         self.open_objects -= 1;
-        if !obj.sorted {
+        let root_done_early =
+            self.early.on && self.frames.is_empty() && self.early_close_root(obj.sorted, out);
+        if !obj.sorted && !root_done_early {
             if self.open_objects == 0 && self.buf.len() - obj.start >= FLUSH_BYTES {
                 self.write_in_order(obj.start, obj.first_member, out);
             } else {

@@ -4,7 +4,12 @@
 //! integers, deep nesting, long arrays across the flush size) and for mutations of them
 //! (bytes deleted, inserted or replaced), which reach the parser's error paths.
 
-use lockstep_canon::{canonicalize, parse_with, to_vec, CanonError, ParseOptions, Profile};
+use std::io;
+
+use lockstep_canon::{
+    canonicalize, canonicalize_early, parse_with, to_vec, CanonError, EarlyWrite, ParseOptions,
+    Profile,
+};
 
 struct Rng(u64);
 
@@ -165,12 +170,58 @@ fn two_step(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec
 
 fn one_pass(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    match canonicalize(text, options, profile, &mut out) {
-        Ok(()) => Ok(out),
+    outcome(canonicalize(text, options, profile, &mut out), out)
+}
+
+fn outcome(result: Result<(), CanonError>, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    match result {
+        Ok(()) => Ok(bytes),
         Err(CanonError::Parse(e)) => Err(format!("parse: {e}")),
         Err(CanonError::Value(e)) => Err(format!("value: {e}")),
         Err(CanonError::Io(e)) => Err(format!("io: {e}")),
     }
+}
+
+/// What `canonicalize_early` handed over: the bytes since the last restart, how often it
+/// restarted, and how many writes were of 16 KiB or more (pieces go out at every 64 KiB of
+/// text written, up to the first object that may still move).
+#[derive(Default)]
+struct Recording {
+    bytes: Vec<u8>,
+    restarts: usize,
+    large_writes: usize,
+}
+
+impl io::Write for Recording {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if bytes.len() >= 16 * 1024 {
+            self.large_writes += 1;
+        }
+        self.bytes.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl EarlyWrite for Recording {
+    fn restart(&mut self) -> io::Result<()> {
+        self.bytes.clear();
+        self.restarts += 1;
+        Ok(())
+    }
+}
+
+fn early_pass(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+) -> (Result<Vec<u8>, String>, Recording) {
+    let mut out = Recording::default();
+    let result = canonicalize_early(text, options, profile, &mut out);
+    let bytes = std::mem::take(&mut out.bytes);
+    (outcome(result, bytes), out)
 }
 
 fn check(text: &[u8], counts: &mut [usize; 3]) {
@@ -187,6 +238,13 @@ fn check(text: &[u8], counts: &mut [usize; 3]) {
                     got,
                     want,
                     "{profile} allow_nan={allow_nan} max_depth={max_depth} on {:?}",
+                    String::from_utf8_lossy(text)
+                );
+                let (early, _) = early_pass(text, &options, profile);
+                assert_eq!(
+                    early,
+                    want,
+                    "early, {profile} allow_nan={allow_nan} max_depth={max_depth} on {:?}",
                     String::from_utf8_lossy(text)
                 );
                 counts[match &want {
@@ -282,6 +340,105 @@ fn long_documents_across_flushes() {
     ] {
         check(text.as_bytes(), &mut counts);
     }
+}
+
+/// `canonicalize_early` on large documents: a state's hosts go out while the text is read
+/// (many whole pieces, no restart), and every way the guess can fail restarts the writer and
+/// still ends with the canonical bytes.
+#[test]
+fn early_bytes_are_the_canonical_bytes_and_go_out_early() {
+    let host = |i: usize, sorted: bool| {
+        let members = [
+            format!("\"ip\":\"10.0.{}.{}\"", i / 256 % 256, i % 256),
+            format!("\"os\":\"linux\",\"ports\":[22,{i}]"),
+            format!("\"risk\":0.{i}5,\"owner\":\"\\u00e9quipe-{i}\""),
+        ];
+        let members = if sorted {
+            vec![members[0].clone(), members[1].clone(), members[2].clone()]
+        } else {
+            vec![members[2].clone(), members[0].clone(), members[1].clone()]
+        };
+        format!("{{{}}}", members.join(","))
+    };
+    let hosts = |n: usize, sorted: bool| {
+        let members: Vec<String> = (0..n)
+            .map(|i| format!("\"host-{i:06}\":{}", host(i, sorted)))
+            .collect();
+        format!("{{{}}}", members.join(","))
+    };
+    let big = hosts(20_000, false);
+    let numbers: Vec<String> = (0..40_000).map(|i| format!("{i}.25")).collect();
+    let array = format!("[{}]", numbers.join(","));
+    // The hosts member sorted up to a key out of order after many pieces.
+    let late_unsorted = {
+        let mut h = hosts(20_000, true);
+        h.insert_str(h.len() - 1, ",\"a\":1");
+        h
+    };
+    let rows: Vec<String> = (0..20_000).map(|i| host(i, false)).collect();
+    let rows = format!("[{}]", rows.join(","));
+    let reversed: Vec<String> = (0..20_000)
+        .rev()
+        .map(|i| format!("\"host-{i:06}\":{}", host(i, true)))
+        .collect();
+    let reversed = format!("{{{}}}", reversed.join(","));
+    let options = ParseOptions::default();
+    let cases = [
+        // (document, restarts, whether whole pieces went out before the end)
+        (
+            format!("{{\"step\":0,\"seed\":2026,\"hosts\":{big}}}"),
+            0,
+            true,
+        ),
+        (
+            format!("{{\"hosts\":{big},\"seed\":2026,\"step\":0}}"),
+            0,
+            true,
+        ),
+        (format!("{{\"hosts\":{array}}}"), 0, true),
+        // Records out of order in an array: each goes out once it is put in order.
+        (format!("{{\"z\":0,\"rows\":{rows}}}"), 0, true),
+        // A smaller root key after the guessed member: one restart.
+        (format!("{{\"m\":{array},\"a\":0}}"), 1, true),
+        (
+            format!("{{\"m\":{array},\"n\":{array},\"a\":{array}}}"),
+            1,
+            true,
+        ),
+        // An object inside the guess turns out of order after some of it went out.
+        (format!("{{\"hosts\":{late_unsorted}}}"), 1, true),
+        // The guessed member's value moves as a whole: it goes out when it is complete.
+        (format!("{{\"step\":0,\"hosts\":{reversed}}}"), 0, false),
+        // A top-level array is never guessed about: it streams.
+        (format!("[{big},{array}]"), 0, true),
+        // Keys out of order inside a small root: nothing handed over early, no restart.
+        ("{\"b\":{\"y\":1,\"x\":2},\"a\":[1]}".to_owned(), 0, false),
+    ];
+    for (text, restarts, large) in &cases {
+        for profile in [Profile::Python, Profile::Jcs] {
+            let want = two_step(text.as_bytes(), &options, profile);
+            assert!(want.is_ok(), "{:?}", &text[..80.min(text.len())]);
+            let (got, record) = early_pass(text.as_bytes(), &options, profile);
+            let head = &text[..60.min(text.len())];
+            assert!(got == want, "{profile} on {head:?}");
+            assert_eq!(record.restarts, *restarts, "{profile} on {head:?}");
+            if *large {
+                // Without early output the root's members would be at most three writes.
+                assert!(record.large_writes >= 4, "{profile} on {head:?}");
+            }
+        }
+    }
+    // Errors after bytes went out are still the two-step path's errors.
+    let mut counts = [0; 3];
+    for text in [
+        format!("{{\"hosts\":{big},\"x\":[1,}}"),
+        format!("{{\"hosts\":{big},\"hosts\":1}}"),
+        format!("{{\"z\":{array},\"a\":[NaN]}}"),
+        format!("{{\"hosts\":{}", &big[..big.len() - 1]),
+    ] {
+        check(text.as_bytes(), &mut counts);
+    }
+    assert!(counts[1] > 0 && counts[2] > 0, "{counts:?}");
 }
 
 /// Numbers whose text is copied as is (see `verbatim_number`) and their neighbours: every

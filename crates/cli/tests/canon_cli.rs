@@ -199,3 +199,58 @@ fn a_large_file_is_fingerprinted_as_its_bytes_on_stdin() {
         stderr(&out)
     );
 }
+
+/// A state file of hosts (large, keys out of order in every record, the largest member last
+/// and first in key order) is hashed on a second thread while it is read
+/// (docs/canonical-json.md, "Sixth round"): the digest is still the SHA-256 of exactly what
+/// `lockstep canon` prints, and an error found after bytes were hashed is still reported.
+#[test]
+fn a_large_state_hashed_while_it_is_read_has_the_digest_of_its_canonical_bytes() {
+    use sha2::Digest as _;
+    let hosts: Vec<String> = (0..8000)
+        .map(|i| {
+            format!(
+                "\"host-{i:05}\": {{\"os\": \"linux\", \"ip\": \"10.0.{}.{}\", \"load\": [{i}.25, 0.5], \
+                 \"owner\": \"\\u00e9quipe-{}\", \"compromised\": false}}",
+                i / 256,
+                i % 256,
+                i % 50
+            )
+        })
+        .collect();
+    let text = format!(
+        "{{\"step\": 3, \"seed\": 7, \"hosts\": {{{}}}}}",
+        hosts.join(", ")
+    );
+    assert!(text.len() > 512 * 1024, "{} bytes", text.len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "state.json", text.as_bytes());
+    for profile in ["python", "jcs"] {
+        let canon = lockstep(&["canon", "--profile", profile, &path], b"");
+        assert_eq!(canon.status.code(), Some(0), "{}", stderr(&canon));
+        assert!(canon
+            .stdout
+            .starts_with(b"{\"hosts\":{\"host-00000\":{\"compromised\""));
+        let digest = lockstep(&["fingerprint", "--profile", profile, &path], b"");
+        assert_eq!(digest.status.code(), Some(0), "{}", stderr(&digest));
+        let want = hex::encode(sha2::Sha256::digest(&canon.stdout));
+        assert_eq!(String::from_utf8_lossy(&digest.stdout), format!("{want}\n"));
+    }
+    // A value without a canonical form, and a duplicate key, after the hosts went out.
+    let nan = format!("{}, \"zzz\": NaN}}", &text[..text.len() - 1]);
+    let path = file(&dir, "nan.json", nan.as_bytes());
+    let out = lockstep(&["fingerprint", "--profile", "python-strict", &path], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: {path}: no canonical form in profile python-strict: NaN has no canonical \
+             form in profile python-strict at JSON Pointer \"/zzz\"\n"
+        )
+    );
+    let twice = format!("{}, \"hosts\": 0}}", &text[..text.len() - 1]);
+    let path = file(&dir, "twice.json", twice.as_bytes());
+    let out = lockstep(&["fingerprint", &path], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("duplicate key"), "{}", stderr(&out));
+}

@@ -8,8 +8,10 @@
 
 use std::io;
 
-use lockstep_canon::{Profile, Value, WriteError};
+use lockstep_canon::{CanonError, ParseOptions, Profile, Value, WriteError};
 use sha2::{Digest, Sha256};
+
+use crate::background_hash::BackgroundHashWriter;
 
 /// The only algorithm fingerprints use; recorded so a reader never has to guess.
 pub const ALGORITHM: &str = "sha256";
@@ -101,6 +103,32 @@ impl io::Write for HashWriter {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+}
+
+/// Inputs at least this long are hashed on a thread of their own while they are read
+/// ([`crate::background_hash`]); below it, starting the thread costs more than it saves.
+pub const BACKGROUND_HASH_BYTES: usize = 256 * 1024;
+
+/// The SHA-256 of the canonical bytes of the JSON `text` in `profile`, as lowercase hex,
+/// and how many canonical bytes that was: in one pass, without a tree of the document
+/// (`lockstep_canon::canonicalize`), hashed on another thread when the text is large.
+pub fn digest_text(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+) -> Result<(String, u64), CanonError> {
+    if text.len() >= BACKGROUND_HASH_BYTES {
+        // A system that cannot start a thread still gets its digest, on this one.
+        if let Ok(mut hasher) = BackgroundHashWriter::new() {
+            lockstep_canon::canonicalize_early(text, options, profile, &mut hasher)?;
+            let bytes = hasher.bytes_written();
+            return Ok((hasher.finish_hex()?, bytes));
+        }
+    }
+    let mut hasher = HashWriter::new();
+    lockstep_canon::canonicalize(text, options, profile, &mut hasher)?;
+    let bytes = hasher.bytes_written();
+    Ok((hasher.finish_hex(), bytes))
 }
 
 /// The SHA-256 of `value`'s canonical bytes in `profile`, as lowercase hex.

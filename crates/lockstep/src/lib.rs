@@ -17,6 +17,7 @@
 pub mod actions;
 pub mod atomic_file;
 pub mod audit;
+pub mod background_hash;
 pub mod check;
 pub mod clock;
 pub mod contract;

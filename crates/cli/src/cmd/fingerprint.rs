@@ -35,11 +35,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let read = started.elapsed();
     // Text to digest in one pass: no tree of the document is built (docs/canonical-json.md).
     let digest_of = |text: &[u8]| -> anyhow::Result<(String, u64)> {
-        let mut hasher = HashWriter::new();
-        lockstep_canon::canonicalize(text, &parse_options(), profile, &mut hasher)
-            .map_err(|e| canon_error(&label, profile, e))?;
-        let bytes = hasher.bytes_written();
-        Ok((hasher.finish_hex(), bytes))
+        lockstep::fingerprint::digest_text(text, &parse_options(), profile)
+            .map_err(|e| canon_error(&label, profile, e))
     };
     let (digest, bytes) = digest_of(&text)?;
     outln!("{digest}");

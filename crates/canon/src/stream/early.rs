@@ -1,0 +1,275 @@
+//! Canonical bytes handed over before the document ends, so a hasher on another thread can
+//! work while the text is still being read.
+//!
+//! Why: a state file is one object, and an object's members wait for its `}` to be put in
+//! key order, so without this every canonical byte reaches the writer at the very end and
+//! SHA-256 (a fifth of the one pass) runs after everything else. What the writer gets early
+//! is a guess: the root member being read, if its key is the smallest so far, will be the
+//! first member of the output, and the objects inside it whose keys came in order so far
+//! will stay so. Its text is handed over as far as that guess covers it: up to the first
+//! open object inside it whose keys came out of order (that one will still move), or, if
+//! the first open one is in order so far, up to the member it is reading (whose key is not
+//! checked yet). A guess that fails (a smaller root key comes later, or an object some of
+//! whose bytes went out meets a key out of order) costs one [`EarlyWrite::restart`] and the
+//! bytes sent so far, never a wrong byte: the root's `}` then hands over what remains, or
+//! everything again.
+
+use std::io;
+
+use super::{Canon, Frame, FLUSH_BYTES};
+
+/// A destination for [`canonicalize_early`](crate::canonicalize_early): a writer that can
+/// forget what it was given.
+pub trait EarlyWrite: io::Write {
+    /// Forget every byte written so far: what comes next is the document from its start.
+    fn restart(&mut self) -> io::Result<()>;
+}
+
+/// Restarting a vector empties it.
+impl EarlyWrite for Vec<u8> {
+    fn restart(&mut self) -> io::Result<()> {
+        self.clear();
+        Ok(())
+    }
+}
+
+/// The writer of [`canonicalize`](crate::canonicalize), which never guesses: a restart would
+/// be a bug, reported as an I/O error rather than as wrong bytes.
+pub(super) struct NoRestart<'w, W>(pub(super) &'w mut W);
+
+impl<W: io::Write> io::Write for NoRestart<'_, W> {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.write(bytes)
+    }
+    #[inline]
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.write_all(bytes)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl<W: io::Write> EarlyWrite for NoRestart<'_, W> {
+    fn restart(&mut self) -> io::Result<()> {
+        Err(io::Error::other(
+            "canonicalize restarted a writer it never guessed for",
+        ))
+    }
+}
+
+/// An object inside the guessed member is trusted to stay in key order once this many of
+/// its keys came in order: a record of a few members whose first keys happen to be in order
+/// is held back (it is short), a large map in order (a state's hosts) goes out.
+const TRUSTED_IN_ORDER: usize = 16;
+
+/// The guess being followed.
+pub(super) struct Guess {
+    /// The root member guessed to come first (its index in `members`).
+    member: usize,
+    /// Where in `buf` the bytes handed over end: the root's `{`, then that member's text up
+    /// to here. 0 while nothing went out (a guess waits for a whole piece first, so the
+    /// small members before the one that matters cost no restart).
+    sent: usize,
+}
+
+/// Early output of one document: off for [`canonicalize`](crate::canonicalize).
+pub(super) struct Early {
+    pub(super) on: bool,
+    /// The root member with the smallest key so far.
+    smallest: Option<usize>,
+    guess: Option<Guess>,
+    /// A guess failed: the writer has to restart before it gets anything else.
+    failed: bool,
+    /// When `buf` reaches this length, more may be handed over (`usize::MAX`: nothing to
+    /// hand over until the root's `}`). Checked on the hot path, so one compare.
+    pub(super) next_at: usize,
+}
+
+impl Early {
+    pub(super) fn new(on: bool) -> Self {
+        Early {
+            on,
+            smallest: None,
+            guess: None,
+            failed: false,
+            next_at: usize::MAX,
+        }
+    }
+
+    /// An object inside the root, at `start` in `buf`, met a key out of order: its members
+    /// will move, so if any of its bytes went out, the guess has failed.
+    #[inline]
+    pub(super) fn unsorted(&mut self, start: usize) {
+        if let Some(guess) = &self.guess {
+            if start < guess.sent {
+                self.failed = true;
+                self.next_at = 0;
+            }
+        }
+    }
+}
+
+impl Canon<'_> {
+    /// A key of the root object was just read (its member is the last one): if it is the
+    /// smallest so far, its member is the new guess.
+    #[cold]
+    pub(super) fn early_root_key<W: EarlyWrite>(&mut self, out: &mut W) {
+        let Some(Frame::Object(root)) = self.frames.first() else {
+            return;
+        };
+        let new = self.members.len() - 1;
+        if let Some(smallest) = self.early.smallest {
+            let (a, b) = (&self.members[new], &self.members[smallest]);
+            if Self::member_cmp(!root.astral, self.p.bytes, &self.keys, a, b).is_ge() {
+                return;
+            }
+        }
+        self.early.smallest = Some(new);
+        // What went out, if anything, was for another member.
+        let sent = self.early.guess.as_ref().is_some_and(|g| g.sent > 0);
+        if (sent || self.early.failed) && !self.restart(out) {
+            return;
+        }
+        self.early.guess = Some(Guess {
+            member: new,
+            sent: 0,
+        });
+        self.early.next_at = self.buf.len() + FLUSH_BYTES;
+    }
+
+    /// `buf` reached `next_at`: hands over what the guess covers now.
+    #[cold]
+    pub(super) fn early_send<W: EarlyWrite>(&mut self, out: &mut W) {
+        if self.early.failed {
+            self.restart(out);
+            return;
+        }
+        let Some(guess) = &self.early.guess else {
+            self.early.next_at = usize::MAX;
+            return;
+        };
+        let member = &self.members[guess.member];
+        // A member's text is never empty once its value is complete (it has its key).
+        let complete = member.text_end > member.text_start;
+        let upto = if complete {
+            member.text_end
+        } else {
+            self.early_frontier()
+        };
+        let from = if guess.sent == 0 {
+            // The first piece: the root's `{`, then the member (the root's earlier members
+            // come after it).
+            let Some(Frame::Object(root)) = self.frames.first() else {
+                return;
+            };
+            emit(&mut self.io_error, &self.buf[..root.start], out);
+            member.text_start
+        } else {
+            guess.sent
+        };
+        if upto > from {
+            emit(&mut self.io_error, &self.buf[from..upto], out);
+        }
+        if let Some(guess) = &mut self.early.guess {
+            guess.sent = upto.max(from);
+        }
+        self.early.next_at = if complete {
+            usize::MAX
+        } else {
+            self.buf.len() + FLUSH_BYTES
+        };
+    }
+
+    /// How far the guessed member's text (the root's pending member) is final if the guess
+    /// holds: all of it written so far, but for the first object open inside it that may
+    /// still move bytes.
+    fn early_frontier(&self) -> usize {
+        let mut objects = self.frames[1..].iter().filter_map(|f| match f {
+            Frame::Object(obj) => Some(obj),
+            Frame::Array(_) => None,
+        });
+        let Some(first) = objects.next() else {
+            return self.buf.len();
+        };
+        // Its members read so far are the ones before the next object's.
+        let next_first = objects
+            .next()
+            .map_or(self.members.len(), |o| o.first_member);
+        if !first.sorted || next_first - first.first_member < TRUSTED_IN_ORDER {
+            return first.start;
+        }
+        // In order so far, and long: its complete members stay where they are (a failed
+        // guess otherwise); the one it is reading is the last, its key not checked yet.
+        self.members[next_first - 1].text_start
+    }
+
+    /// The root's `}` (its members in `order` when it was not sorted): hands over the rest
+    /// of the guessed member, then every other member in key order, and empties `buf`.
+    /// Returns `false` when there is no guess to finish (nothing went out, or the writer
+    /// restarted), and the usual close follows.
+    pub(super) fn early_close_root<W: EarlyWrite>(&mut self, sorted: bool, out: &mut W) -> bool {
+        if self.early.failed {
+            self.restart(out);
+            return false;
+        }
+        let Some(guess) = self.early.guess.take().filter(|g| g.sent > 0) else {
+            return false;
+        };
+        if !sorted {
+            if self.order.first() != Some(&(guess.member as u32)) {
+                // Cannot happen (the guess is always the smallest key so far), but if it did,
+                // start over rather than hash the wrong bytes.
+                debug_assert!(false, "early guess is not the root's first member");
+                self.early.failed = true;
+                self.restart(out);
+                return false;
+            }
+        } else {
+            // In order: the root's first member is the smallest key, the guess.
+            debug_assert_eq!(guess.member, 0);
+            self.order.clear();
+            self.order.extend(0..self.members.len() as u32);
+        }
+        let guessed = &self.members[guess.member];
+        emit(
+            &mut self.io_error,
+            &self.buf[guess.sent..guessed.text_end],
+            out,
+        );
+        for &i in &self.order[1..] {
+            let m = &self.members[i as usize];
+            emit(&mut self.io_error, b",", out);
+            emit(&mut self.io_error, &self.buf[m.text_start..m.text_end], out);
+        }
+        self.buf.clear();
+        true
+    }
+
+    /// The writer forgets what it got; returns whether it could.
+    fn restart<W: EarlyWrite>(&mut self, out: &mut W) -> bool {
+        self.early.guess = None;
+        self.early.failed = false;
+        self.early.next_at = usize::MAX;
+        if self.io_error.is_some() {
+            return false;
+        }
+        match out.restart() {
+            Ok(()) => true,
+            Err(e) => {
+                self.io_error = Some(e);
+                false
+            }
+        }
+    }
+}
+
+/// `bytes` to the writer, unless an earlier write failed (that error is the one reported).
+fn emit<W: io::Write>(io_error: &mut Option<io::Error>, bytes: &[u8], out: &mut W) {
+    if io_error.is_none() {
+        if let Err(e) = out.write_all(bytes) {
+            *io_error = Some(e);
+        }
+    }
+}
