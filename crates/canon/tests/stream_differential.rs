@@ -428,6 +428,39 @@ fn early_bytes_are_the_canonical_bytes_and_go_out_early() {
             }
         }
     }
+    // Keys whose UTF-16 order is not their byte order, at the root: in jcs the astral key
+    // comes first, so the guess on the other one (its array already going out) fails.
+    let astral = format!("{{\"\u{ffff}\":{array},\"\u{1f600}\":1}}");
+    for (profile, restarts) in [(Profile::Python, 0), (Profile::Jcs, 1)] {
+        let want = two_step(astral.as_bytes(), &options, profile);
+        let (got, record) = early_pass(astral.as_bytes(), &options, profile);
+        assert!(want.is_ok() && got == want, "{profile}");
+        assert_eq!(record.restarts, restarts, "{profile}");
+        assert!(record.large_writes >= 4, "{profile}");
+    }
+    // And the other way round: in jcs the astral key's large member is the guess and goes
+    // out early; in python it comes last, so nothing can go out before the root's `}`.
+    let astral = format!("{{\"\u{ffff}\":1,\"\u{1f600}\":{array}}}");
+    for (profile, early_writes) in [(Profile::Python, false), (Profile::Jcs, true)] {
+        let want = two_step(astral.as_bytes(), &options, profile);
+        let (got, record) = early_pass(astral.as_bytes(), &options, profile);
+        assert!(want.is_ok() && got == want, "{profile}");
+        assert_eq!(record.restarts, 0, "{profile}");
+        assert_eq!(record.large_writes >= 4, early_writes, "{profile}");
+    }
+    // A trusted map (16 keys in order) whose member being read holds an object out of order
+    // with a large array in it: that member must wait for its object to be put in order.
+    let trusted: Vec<String> = (0..16).map(|i| format!("\"k{i:06}\":{i}")).collect();
+    let text = format!(
+        "{{\"g\":{{{},\"kz\":{{\"b\":1,\"a\":2,\"c\":{array}}}}}}}",
+        trusted.join(",")
+    );
+    for profile in [Profile::Python, Profile::Jcs] {
+        let want = two_step(text.as_bytes(), &options, profile);
+        let (got, record) = early_pass(text.as_bytes(), &options, profile);
+        assert!(want.is_ok() && got == want, "{profile}");
+        assert_eq!(record.restarts, 0, "{profile}");
+    }
     // Errors after bytes went out are still the two-step path's errors.
     let mut counts = [0; 3];
     for text in [

@@ -25,14 +25,6 @@ pub trait EarlyWrite: io::Write {
     fn restart(&mut self) -> io::Result<()>;
 }
 
-/// Restarting a vector empties it.
-impl EarlyWrite for Vec<u8> {
-    fn restart(&mut self) -> io::Result<()> {
-        self.clear();
-        Ok(())
-    }
-}
-
 /// The writer of [`canonicalize`](crate::canonicalize), which never guesses: a restart would
 /// be a bug, reported as an I/O error rather than as wrong bytes.
 pub(super) struct NoRestart<'w, W>(pub(super) &'w mut W);
