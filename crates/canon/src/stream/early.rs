@@ -7,9 +7,9 @@
 //! is a guess: the root member being read, if its key is the smallest so far, will be the
 //! first member of the output, and the objects inside it whose keys came in order so far
 //! will stay so. Its text is handed over as far as that guess covers it: up to the first
-//! open object inside it whose keys came out of order (that one will still move), or, if
-//! the first open one is in order so far, up to the member it is reading (whose key is not
-//! checked yet). A guess that fails (a smaller root key comes later, or an object some of
+//! open object inside it that may still move: one whose keys came out of order, or a short
+//! one in order so far (fewer than `TRUSTED_IN_ORDER` keys). A longer one in order so far is
+//! handed over up to the member it is reading (whose key is not checked yet). A guess that fails (a smaller root key comes later, or an object some of
 //! whose bytes went out meets a key out of order) costs one [`EarlyWrite::restart`] and the
 //! bytes sent so far, never a wrong byte: the root's `}` then hands over what remains, or
 //! everything again.
