@@ -244,11 +244,7 @@ impl Canon<'_> {
     }
 
     fn flush<W: io::Write>(&mut self, out: &mut W) {
-        if self.io_error.is_none() {
-            if let Err(e) = out.write_all(&self.buf) {
-                self.io_error = Some(e);
-            }
-        }
+        emit(&mut self.io_error, &self.buf, out);
         self.buf.clear();
     }
 
@@ -590,6 +586,15 @@ impl Canon<'_> {
         };
         if earlier {
             self.error = Some((path, e));
+        }
+    }
+}
+
+/// `bytes` to the writer, unless an earlier write failed (that error is the one reported).
+fn emit<W: io::Write>(io_error: &mut Option<io::Error>, bytes: &[u8], out: &mut W) {
+    if io_error.is_none() {
+        if let Err(e) = out.write_all(bytes) {
+            *io_error = Some(e);
         }
     }
 }

@@ -16,7 +16,7 @@
 
 use std::io;
 
-use super::{Canon, Frame, FLUSH_BYTES};
+use super::{emit, Canon, Frame, FLUSH_BYTES};
 
 /// A destination for [`canonicalize_early`](crate::canonicalize_early): a writer that can
 /// forget what it was given.
@@ -253,15 +253,6 @@ impl Canon<'_> {
                 self.io_error = Some(e);
                 false
             }
-        }
-    }
-}
-
-/// `bytes` to the writer, unless an earlier write failed (that error is the one reported).
-fn emit<W: io::Write>(io_error: &mut Option<io::Error>, bytes: &[u8], out: &mut W) {
-    if io_error.is_none() {
-        if let Err(e) = out.write_all(bytes) {
-            *io_error = Some(e);
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::io;
 
-use super::{Canon, Member};
+use super::{emit, Canon, Member};
 
 /// An object whose canonical text is at most this long is reordered through one copy of all
 /// of it; a larger one keeps its largest member in place (see [`Canon::reorder`]).
@@ -153,21 +153,14 @@ impl Canon<'_> {
     /// hands everything before them, then each member of `members[first..]`
     /// in `order`, to the writer, and empties `buf`.
     pub(super) fn write_in_order<W: io::Write>(&mut self, start: usize, first: usize, out: &mut W) {
-        let mut emit = |bytes: &[u8]| {
-            if self.io_error.is_none() {
-                if let Err(e) = out.write_all(bytes) {
-                    self.io_error = Some(e);
-                }
-            }
-        };
-        emit(&self.buf[..start]);
+        emit(&mut self.io_error, &self.buf[..start], out);
         let members = &self.members[first..];
         for (k, &i) in self.order.iter().enumerate() {
             if k > 0 {
-                emit(b",");
+                emit(&mut self.io_error, b",", out);
             }
             let m = &members[i as usize];
-            emit(&self.buf[m.text_start..m.text_end]);
+            emit(&mut self.io_error, &self.buf[m.text_start..m.text_end], out);
         }
         self.buf.clear();
     }
