@@ -18,7 +18,7 @@ use std::io;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lockstep_canon::{
-    canonicalize, parse_with, to_vec, write_value, Map, ParseOptions, Profile, Value,
+    canonicalize, parse_with, to_vec, write_value, Document, Map, ParseOptions, Profile, Value,
 };
 use sha2::{Digest, Sha256};
 
@@ -238,6 +238,13 @@ fn bench(c: &mut Criterion) {
     group.bench_function("serde_json_value", |b| {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(std::hint::black_box(&text)).unwrap())
     });
+    // The flat document (docs/canonical-json.md, "Seventh round"): one entry per value in one
+    // vector, strings borrowed from the text.
+    group.bench_function("document", |b| {
+        b.iter(|| {
+            Document::parse_with(std::hint::black_box(&text), &ParseOptions::default()).unwrap()
+        })
+    });
     group.bench_function("one_pass_python_sha256", |b| {
         b.iter(|| text_fingerprint(std::hint::black_box(&text), Profile::Python))
     });
@@ -260,12 +267,43 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    let doc = Document::parse_with(&text, &ParseOptions::default()).unwrap();
+    assert_eq!(
+        doc.to_vec(Profile::Python).unwrap(),
+        python_bytes,
+        "document and tree agree"
+    );
+    group.bench_function("document_python", |b| {
+        b.iter(|| {
+            let mut w = HashWriter::new();
+            std::hint::black_box(&doc)
+                .write(Profile::Python, &mut w)
+                .unwrap();
+            w.finish()
+        })
+    });
+    group.bench_function("document_python_no_hash", |b| {
+        b.iter(|| {
+            std::hint::black_box(&doc)
+                .write(Profile::Python, &mut io::sink())
+                .unwrap()
+        })
+    });
     group.bench_function("sha256_only", |b| {
         b.iter(|| Sha256::digest(std::hint::black_box(&python_bytes)))
     });
     group.throughput(Throughput::Bytes(jcs_bytes.len() as u64));
     group.bench_function("jcs", |b| {
         b.iter(|| fingerprint(std::hint::black_box(&state), Profile::Jcs))
+    });
+    group.bench_function("document_jcs", |b| {
+        b.iter(|| {
+            let mut w = HashWriter::new();
+            std::hint::black_box(&doc)
+                .write(Profile::Jcs, &mut w)
+                .unwrap();
+            w.finish()
+        })
     });
     group.bench_function("serde_jcs", |b| {
         b.iter(|| {

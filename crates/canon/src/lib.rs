@@ -14,6 +14,7 @@
 //! without building a [`Value`] at all (same bytes, same errors as [`parse_with`] then
 //! [`write_value`]).
 
+mod document;
 mod escape;
 mod number_format;
 mod parser;
@@ -23,6 +24,7 @@ mod stream;
 mod value;
 mod writer;
 
+pub use document::{Document, Kind, Node};
 pub use parser::ParseOptions;
 pub use serde_impls::{from_value, to_value, ConvertError};
 pub use stream::{canonicalize, canonicalize_early, CanonError, EarlyWrite};

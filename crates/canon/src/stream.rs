@@ -38,6 +38,7 @@ use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
 use duplicates::duplicate_key;
 pub use early::EarlyWrite;
 use early::{Early, NoRestart};
+pub(crate) use tokens::verbatim_number;
 use tokens::{copy_token, quoted};
 
 /// Why [`canonicalize`] stopped: the text is not JSON (first), a value has no canonical form

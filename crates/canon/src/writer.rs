@@ -70,13 +70,13 @@ pub(crate) fn refuse(message: impl Into<String>) -> Box<WriteError> {
 
 /// Prepends one JSON Pointer segment (RFC 6901 escaping) to a value error.
 #[cold]
-fn under(segment: impl FnOnce() -> String, mut err: Box<WriteError>) -> Box<WriteError> {
+pub(crate) fn under(segment: impl FnOnce() -> String, mut err: Box<WriteError>) -> Box<WriteError> {
     let seg = segment().replace('~', "~0").replace('/', "~1");
     err.pointer = format!("/{seg}{}", err.pointer);
     err
 }
 
-fn too_deep() -> Box<WriteError> {
+pub(crate) fn too_deep() -> Box<WriteError> {
     refuse(format!("value nested deeper than {MAX_WRITE_DEPTH} levels"))
 }
 

@@ -7,8 +7,8 @@
 use std::io;
 
 use lockstep_canon::{
-    canonicalize, canonicalize_early, parse_with, to_vec, CanonError, EarlyWrite, ParseOptions,
-    Profile,
+    canonicalize, canonicalize_early, parse_with, to_vec, CanonError, Document, EarlyWrite, Number,
+    ParseOptions, Profile, Value,
 };
 
 struct Rng(u64);
@@ -173,6 +173,45 @@ fn one_pass(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec
     outcome(canonicalize(text, options, profile, &mut out), out)
 }
 
+/// The document's outcome: its parse error, or its canonical bytes (written both ways) or
+/// value error. Its tree must be the parser's.
+fn document_pass(text: &[u8], options: &ParseOptions, profile: Profile) -> Result<Vec<u8>, String> {
+    let doc = Document::parse_with(text, options).map_err(|e| format!("parse: {e}"))?;
+    let value = parse_with(text, options).expect("the document parsed, so the tree must");
+    assert!(
+        same_tree(&doc.to_value(), &value),
+        "tree of {:?}",
+        String::from_utf8_lossy(text)
+    );
+    let mut written = Vec::new();
+    let streamed = doc.write(profile, &mut written);
+    let bytes = doc.to_vec(profile).map_err(|e| format!("value: {e}"));
+    match streamed {
+        Ok(()) => assert_eq!(bytes.as_ref().ok(), Some(&written)),
+        Err(e) => assert_eq!(bytes.as_ref().err(), Some(&format!("value: {e}"))),
+    }
+    bytes
+}
+
+/// `==` of trees, but floats by their bits (NaN is itself; 0.0 is not -0.0).
+fn same_tree(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(Number::Float(x)), Value::Number(Number::Float(y))) => {
+            x.to_bits() == y.to_bits()
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_tree(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, x), (ky, y))| kx == ky && same_tree(x, y))
+        }
+        _ => a == b,
+    }
+}
+
 fn outcome(result: Result<(), CanonError>, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
     match result {
         Ok(()) => Ok(bytes),
@@ -238,6 +277,12 @@ fn check(text: &[u8], counts: &mut [usize; 3]) {
                     got,
                     want,
                     "{profile} allow_nan={allow_nan} max_depth={max_depth} on {:?}",
+                    String::from_utf8_lossy(text)
+                );
+                assert_eq!(
+                    document_pass(text, &options, profile),
+                    want,
+                    "document, {profile} allow_nan={allow_nan} max_depth={max_depth} on {:?}",
                     String::from_utf8_lossy(text)
                 );
                 let (early, _) = early_pass(text, &options, profile);

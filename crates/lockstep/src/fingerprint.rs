@@ -8,7 +8,7 @@
 
 use std::io;
 
-use lockstep_canon::{CanonError, ParseOptions, Profile, Value, WriteError};
+use lockstep_canon::{CanonError, Document, ParseOptions, Profile, Value, WriteError};
 use sha2::{Digest, Sha256};
 
 use crate::background_hash::BackgroundHashWriter;
@@ -133,6 +133,27 @@ pub fn digest_text(
     Ok((hasher.finish_hex(), bytes))
 }
 
+/// The SHA-256 of a parsed [`Document`]'s canonical bytes in `profile`, as lowercase hex,
+/// and how many canonical bytes that was; hashed on another thread while the bytes are
+/// written when the document's text is large (the same rule as [`digest_text`]). For a
+/// document read once to be hashed in several profiles, or read as well as hashed.
+pub fn digest_document(
+    doc: &Document<'_>,
+    profile: Profile,
+) -> Result<(String, u64), lockstep_canon::Error> {
+    if doc.text().len() >= BACKGROUND_HASH_BYTES {
+        if let Ok(mut hasher) = BackgroundHashWriter::new() {
+            doc.write(profile, &mut hasher)?;
+            let bytes = hasher.bytes_written();
+            return Ok((hasher.finish_hex()?, bytes));
+        }
+    }
+    let mut hasher = HashWriter::new();
+    doc.write(profile, &mut hasher)?;
+    let bytes = hasher.bytes_written();
+    Ok((hasher.finish_hex(), bytes))
+}
+
 /// The SHA-256 of `value`'s canonical bytes in `profile`, as lowercase hex.
 pub fn fingerprint(value: &Value, profile: Profile) -> Result<String, WriteError> {
     let mut hasher = HashWriter::new();
@@ -227,5 +248,36 @@ mod tests {
         let err = fingerprint(&nan, Profile::Jcs).unwrap_err();
         assert_eq!(err.pointer, "/0");
         assert!(fingerprint(&nan, Profile::Python).is_ok());
+    }
+
+    #[test]
+    fn a_document_digest_is_the_digest_of_its_text_on_either_side_of_the_thread_threshold() {
+        let record =
+            r#"{"os":"bsd","ip":"10.0.0.1","risk":0.25,"owner":"\u00e9quipe","load":[1.5,2]}"#;
+        for hosts in [3usize, 4_000] {
+            let members: Vec<String> = (0..hosts)
+                .map(|i| format!(r#""host-{:05}":{record}"#, hosts - i))
+                .collect();
+            let text = format!(r#"{{"step":1,"hosts":{{{}}},"seed":7}}"#, members.join(","));
+            assert_eq!(
+                text.len() >= BACKGROUND_HASH_BYTES,
+                hosts > 3,
+                "both sides of the threshold"
+            );
+            let doc = Document::parse(text.as_bytes()).unwrap();
+            for profile in [Profile::Python, Profile::Jcs] {
+                let want = digest_text(text.as_bytes(), &ParseOptions::default(), profile).unwrap();
+                assert_eq!(digest_document(&doc, profile).unwrap(), want, "{profile}");
+            }
+        }
+        let nan = ParseOptions {
+            allow_nan: true,
+            ..ParseOptions::default()
+        };
+        let doc = Document::parse_with(b"{\"a\":[NaN]}", &nan).unwrap();
+        match digest_document(&doc, Profile::Jcs) {
+            Err(lockstep_canon::Error::Value(e)) => assert_eq!(e.pointer, "/a/0"),
+            other => panic!("{other:?}"),
+        }
     }
 }

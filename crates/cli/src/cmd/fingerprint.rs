@@ -18,8 +18,9 @@ pub struct Args {
     pub profile: ProfileArg,
     /// JSON file to read; `-` or nothing reads standard input.
     pub input: Option<PathBuf>,
-    /// Benchmark: canonicalise and hash N more times (one pass, then parse and tree apart)
-    /// and print timings to stderr (used by scripts/bench-fingerprint).
+    /// Benchmark: canonicalise and hash N more times (one pass, then parse and tree apart,
+    /// then parse and the flat document apart) and print timings to stderr (used by
+    /// scripts/bench-fingerprint).
     #[arg(long, hide = true, value_name = "N")]
     pub bench: Option<u32>,
 }
@@ -72,9 +73,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(())
         })?;
+        // The flat document: parse, then canonical bytes into SHA-256 (on a second thread,
+        // as `lockstep::fingerprint::digest_document` does for large texts).
+        let document_parse = mean(&mut || {
+            let doc = lockstep_canon::Document::parse_with(&text, &parse_options())
+                .map_err(|e| parse_error(&label, &e))?;
+            drop(std::hint::black_box(doc));
+            Ok(())
+        })?;
+        let doc = lockstep_canon::Document::parse_with(&text, &parse_options())
+            .map_err(|e| parse_error(&label, &e))?;
+        let document_hash = mean(&mut || {
+            if lockstep::fingerprint::digest_document(&doc, profile)?.0 != digest {
+                anyhow::bail!("benchmark run gave a different digest");
+            }
+            Ok(())
+        })?;
         eprintln!(
             "bench: input_bytes={} canonical_bytes={bytes} read_s={:.6} stream_sha256_s={stream:.6} \
-             parse_s={parse:.6} tree_sha256_s={tree_hash:.6}",
+             parse_s={parse:.6} tree_sha256_s={tree_hash:.6} document_parse_s={document_parse:.6} \
+             document_sha256_s={document_hash:.6}",
             text.len(),
             read.as_secs_f64(),
         );
