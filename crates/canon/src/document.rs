@@ -26,6 +26,17 @@ use crate::writer::Num;
 use crate::{Error, Map, Number, ParseError, ParseOptions, Profile, Value, WriteError};
 
 /// A JSON document parsed from `'t` text it borrows.
+///
+/// ```
+/// use lockstep_canon::{Document, Profile};
+///
+/// let doc = Document::parse(br#"{"hosts": {"h1": {"os": "bsd"}}, "step": 3}"#)?;
+/// let root = doc.root();
+/// assert_eq!(root.pointer("/hosts/h1/os").and_then(|n| n.as_str()), Some("bsd"));
+/// assert_eq!(root.members().map(|(k, _)| k).collect::<Vec<_>>(), ["hosts", "step"]);
+/// assert_eq!(doc.to_vec(Profile::Jcs)?, br#"{"hosts":{"h1":{"os":"bsd"}},"step":3}"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Document<'t> {
     text: &'t [u8],
     /// One entry per value (and per key), in the text's order: a container's entry comes

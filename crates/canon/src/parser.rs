@@ -138,15 +138,7 @@ impl<'a> Parser<'a> {
             self.skip_whitespace();
             let mut value = match self.peek() {
                 Some(b'[') | Some(b'{') => {
-                    if stack.len() >= self.options.max_depth {
-                        return Err(self.error(format!(
-                            "nesting deeper than {} levels",
-                            self.options.max_depth
-                        )));
-                    }
-                    let open = self.bytes[self.pos];
-                    self.pos += 1;
-                    self.skip_whitespace();
+                    let open = self.open(stack.len())?;
                     if open == b'[' {
                         if self.peek() == Some(b']') {
                             self.pos += 1;
@@ -224,6 +216,22 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+    }
+
+    /// The `[` or `{` at `pos`, opening a container inside `depth` open ones: refused
+    /// beyond [`ParseOptions::max_depth`], else consumed with the whitespace after it.
+    #[inline]
+    pub(crate) fn open(&mut self, depth: usize) -> Result<u8, ParseError> {
+        if depth >= self.options.max_depth {
+            return Err(self.error(format!(
+                "nesting deeper than {} levels",
+                self.options.max_depth
+            )));
+        }
+        let open = self.bytes[self.pos];
+        self.pos += 1;
+        self.skip_whitespace();
+        Ok(open)
     }
 
     pub(crate) fn expected(&self, what: &str) -> ParseError {

@@ -254,15 +254,8 @@ impl Canon<'_> {
         loop {
             self.p.skip_whitespace();
             match self.p.peek() {
-                Some(open @ (b'[' | b'{')) => {
-                    if self.frames.len() >= self.p.options.max_depth {
-                        return Err(self.p.error(format!(
-                            "nesting deeper than {} levels",
-                            self.p.options.max_depth
-                        )));
-                    }
-                    self.p.pos += 1;
-                    self.p.skip_whitespace();
+                Some(b'[' | b'{') => {
+                    let open = self.p.open(self.frames.len())?;
                     if open == b'[' {
                         if self.p.peek() == Some(b']') {
                             self.p.pos += 1;

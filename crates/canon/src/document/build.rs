@@ -92,15 +92,8 @@ impl<'t> Builder<'t> {
         loop {
             self.p.skip_whitespace();
             match self.p.peek() {
-                Some(open @ (b'[' | b'{')) => {
-                    if self.frames.len() >= self.p.options.max_depth {
-                        return Err(self.p.error(format!(
-                            "nesting deeper than {} levels",
-                            self.p.options.max_depth
-                        )));
-                    }
-                    self.p.pos += 1;
-                    self.p.skip_whitespace();
+                Some(b'[' | b'{') => {
+                    let open = self.p.open(self.frames.len())?;
                     let object = open == b'{';
                     let index = self.push(Entry {
                         tag: if object { Tag::Object } else { Tag::Array },
