@@ -415,6 +415,19 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         let mut i = start;
         let mut wide = 0u64;
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        while let Some(chunk) = bytes.get(i..i + 16) {
+            let (ends, high) = sse2_run_lanes(chunk);
+            if ends != 0 {
+                let lanes = ends.trailing_zeros();
+                wide |= u64::from(high & ((1u32 << lanes) - 1));
+                i += lanes as usize;
+                self.pos = i;
+                return (&bytes[start..i], wide == 0);
+            }
+            wide |= u64::from(high);
+            i += 16;
+        }
         while let Some(chunk) = bytes.get(i..i + 8) {
             let mut word = [0u8; 8];
             word.copy_from_slice(chunk);
@@ -592,6 +605,36 @@ impl<'a> Parser<'a> {
         }
         Ok(v)
     }
+}
+
+/// For 16 bytes: one bit per byte that ends a run of plain string bytes (`"`, `\\` or a
+/// control character below 0x20), and one per byte that is not printable ASCII (0x7F and
+/// up). SSE2 is part of every x86-64 CPU, so this needs no run-time check; it does in one
+/// step what [`crate::escape::string_run_ends`] does for 8 bytes in several, and most keys
+/// and short strings of a state end within their first 16 bytes.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn sse2_run_lanes(chunk: &[u8]) -> (u32, u32) {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    assert!(chunk.len() >= 16);
+    // SAFETY: the load reads 16 bytes, which `chunk` holds (checked above), with no
+    // alignment requirement; the other intrinsics only need SSE2, which this code is only
+    // compiled with (`cfg(target_feature = "sse2")`, part of every x86-64 target).
+    let (ends, high) = unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x22));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x5c));
+        // Unsigned `v <= 0x1f`: the smaller of the two is `v` itself.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+        let ends = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control));
+        // The sign bit is set from 0x80 up; 0x7F is the one byte below it to flag.
+        let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
+        (ends, _mm_movemask_epi8(v) | _mm_movemask_epi8(del))
+    };
+    (ends as u32, high as u32)
 }
 
 #[cfg(test)]
