@@ -44,7 +44,8 @@ pub struct Document<'t> {
     entries: Vec<Entry>,
     /// The strings and keys that had escapes, decoded, one after another.
     decoded: String,
-    /// For each object whose keys did not come in byte order: its key entries in key order.
+    /// For each object whose keys did not come in byte order, or came in order but are more
+    /// than a few: its key entries in key order.
     orders: Vec<u32>,
     options: ParseOptions,
 }
@@ -61,7 +62,8 @@ struct Entry {
     /// half of the value's bits.
     a: u32,
     /// Object: where its key order starts in `orders` ([`IN_ORDER`] when its keys came in
-    /// order). Int and float: the high half of the value's bits.
+    /// order and are few: the entries are walked). Key: where its token starts in the text.
+    /// Int and float: the high half of the value's bits.
     b: u32,
 }
 
@@ -202,9 +204,9 @@ impl<'t> Document<'t> {
                 // it is an integer below 10^15 or a decimal of at most 15 digits, so this
                 // reading cannot fail or overflow.
                 let text = &self.text[e.a as usize..(e.a + e.len) as usize];
-                Parser::new(text, self.options)
-                    .number_token()
-                    .unwrap_or(Num::Int(0))
+                let num = Parser::new(text, self.options).number_token();
+                debug_assert!(num.is_ok(), "a verbatim number reads again");
+                num.unwrap_or(Num::Int(0))
             }
         }
     }
@@ -416,21 +418,69 @@ impl<'d, 't> Node<'d, 't> {
         })
     }
 
-    /// This value as a [`Value`] tree.
+    /// This value as a [`Value`] tree. Built without recursion, whatever the depth: its
+    /// entries are read backwards, so every container finds its contents, already built, on
+    /// top of a stack (its first element or member topmost).
     pub fn to_value(&self) -> Value {
-        match self.kind() {
-            Kind::Null => Value::Null,
-            Kind::Bool => Value::Bool(self.entry().tag == Tag::True),
-            Kind::Number => Value::Number(self.as_number().unwrap_or(Number::Int(0))),
-            Kind::String => Value::String(self.doc.str_of(self.entry()).to_owned()),
-            Kind::Array => Value::Array(self.elements().map(|n| n.to_value()).collect()),
-            Kind::Object => Value::Object(
-                self.members()
-                    .map(|(k, n)| (k.to_owned(), n.to_value()))
-                    .collect::<Map>(),
-            ),
+        enum Built {
+            Value(Value),
+            Member(String, Value),
+        }
+        let doc = self.doc;
+        let mut stack: Vec<Built> = Vec::new();
+        for index in (self.index..doc.next(self.index)).rev() {
+            let e = doc.entries[index as usize];
+            let value = match e.tag {
+                Tag::Null => Value::Null,
+                Tag::True => Value::Bool(true),
+                Tag::False => Value::Bool(false),
+                Tag::NumberText | Tag::Int | Tag::BigInt | Tag::Float => {
+                    Value::Number(match doc.num(e) {
+                        Num::Int(i) => Number::Int(i),
+                        Num::Big(digits) => Number::BigInt(digits.into()),
+                        Num::Float(f) => Number::Float(f),
+                    })
+                }
+                Tag::String => Value::String(doc.str_of(e).to_owned()),
+                Tag::Key => {
+                    let value = match stack.pop() {
+                        Some(Built::Value(v)) => v,
+                        _ => unreachable_in_a_built_document(),
+                    };
+                    stack.push(Built::Member(doc.str_of(e).to_owned(), value));
+                    continue;
+                }
+                Tag::Array => {
+                    let from = stack.len() - e.len as usize;
+                    let items = stack.drain(from..).rev().map(|b| match b {
+                        Built::Value(v) => v,
+                        Built::Member(..) => unreachable_in_a_built_document(),
+                    });
+                    Value::Array(items.collect())
+                }
+                Tag::Object => {
+                    let from = stack.len() - e.len as usize;
+                    let members = stack.drain(from..).map(|b| match b {
+                        Built::Member(k, v) => (k, v),
+                        Built::Value(_) => unreachable_in_a_built_document(),
+                    });
+                    Value::Object(members.collect::<Map>())
+                }
+            };
+            stack.push(Built::Value(value));
+        }
+        match stack.pop() {
+            Some(Built::Value(v)) => v,
+            _ => unreachable_in_a_built_document(),
         }
     }
+}
+
+/// The builder puts every key before its value and a container's contents after it, so
+/// reading backwards never finds anything else.
+#[cold]
+fn unreachable_in_a_built_document() -> ! {
+    unreachable!("a document's entries are in the builder's order")
 }
 
 #[cfg(test)]
@@ -490,6 +540,63 @@ mod tests {
             let mut out = Vec::new();
             doc.write(profile, &mut out).unwrap();
             assert_eq!(out, want, "{profile}");
+        }
+    }
+
+    #[test]
+    fn to_value_does_not_recurse() {
+        let depth = 10_000;
+        let arrays = "[".repeat(depth) + &"]".repeat(depth);
+        let objects = "{\"a\":".repeat(depth) + "1" + &"}".repeat(depth);
+        for text in [arrays, objects] {
+            let options = ParseOptions {
+                max_depth: depth + 1,
+                ..ParseOptions::default()
+            };
+            let doc = Document::parse_with(text.as_bytes(), &options).unwrap();
+            // 128 KiB of stack: a walk that recursed once per level would need several MiB.
+            let value = std::thread::scope(|s| {
+                std::thread::Builder::new()
+                    .stack_size(128 * 1024)
+                    .spawn_scoped(s, || doc.root().to_value())
+                    .unwrap()
+                    .join()
+                    .unwrap()
+            });
+            // The tree's own `==` and drop do recurse: give them room.
+            let text = text.clone();
+            std::thread::Builder::new()
+                .stack_size(256 << 20)
+                .spawn(move || {
+                    assert!(value == crate::parse_with(text.as_bytes(), &options).unwrap());
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn get_finds_every_member_of_small_and_large_objects_in_any_order() {
+        for n in [1usize, 16, 17, 300] {
+            let keys: Vec<String> = (0..n).map(|i| format!("k{i:04}")).collect();
+            let reversed: Vec<String> = keys.iter().rev().cloned().collect();
+            for order in [&keys, &reversed] {
+                let members: Vec<String> =
+                    order.iter().map(|k| format!("\"{k}\":[\"{k}\"]")).collect();
+                let text = format!("{{{}}}", members.join(","));
+                let doc = Document::parse(text.as_bytes()).unwrap();
+                let root = doc.root();
+                for k in &keys {
+                    let found = root.get(k).and_then(|v| v.pointer("/0"));
+                    assert_eq!(found.and_then(|v| v.as_str()), Some(k.as_str()), "{n} {k}");
+                }
+                for miss in ["", "k", "k00000", "l"] {
+                    assert!(root.get(miss).is_none(), "{n} {miss}");
+                }
+                let listed: Vec<&str> = root.members().map(|(k, _)| k).collect();
+                assert_eq!(listed, keys, "{n}");
+            }
         }
     }
 }

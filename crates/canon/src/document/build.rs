@@ -18,6 +18,11 @@ use crate::{ParseError, ParseOptions, Value};
 
 use super::{Document, Entry, Tag, ASTRAL_KEYS, DECODED, IN_ORDER, PRINTABLE};
 
+/// An object whose keys came in order is walked for its key order up to this many members;
+/// a larger one gets its key entries listed as well, for [`Node::get`](super::Node::get)'s
+/// binary search (4 bytes a member).
+const WALKED_MEMBERS: usize = 16;
+
 /// The key orders last found, by member count, are tried first at the next object of that
 /// size: a state's records mostly bring their keys in one order.
 const ORDERS_KEPT: usize = 64;
@@ -172,10 +177,15 @@ impl<'t> Builder<'t> {
             if !frame.in_order {
                 order = self.doc.orders.len() as u32;
                 if !self.put_order(keys_start) {
-                    return Err(self
-                        .earliest_duplicate()
+                    let found = self.earliest_duplicate();
+                    debug_assert!(found.is_some(), "the closing object is searched");
+                    return Err(found
                         .unwrap_or_else(|| self.p.error("internal error: lost a duplicate key")));
                 }
+            } else if count as usize > WALKED_MEMBERS {
+                // In order already; listed so that `Node::get` can search it.
+                order = self.doc.orders.len() as u32;
+                self.doc.orders.extend_from_slice(&self.keys[keys_start..]);
             }
             self.keys.truncate(keys_start);
         }
