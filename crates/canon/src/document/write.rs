@@ -11,7 +11,7 @@ use crate::sink::Out;
 use crate::writer::{cmp_utf16, jcs_number, python_number, too_deep, under, Walked};
 use crate::{Profile, MAX_WRITE_DEPTH};
 
-use super::{Document, Tag, ASTRAL_KEYS, DECODED, PRINTABLE};
+use super::{Document, Entry, Tag, ASTRAL_KEYS, DECODED, PRINTABLE};
 
 pub(super) fn walk<O: Out>(doc: &Document<'_>, profile: Profile, out: &mut O) -> Walked {
     let mut w = Walk {
@@ -34,6 +34,9 @@ struct Walk<'d, 't, 'o, O: Out> {
 }
 
 impl<O: Out> Walk<'_, '_, '_, O> {
+    /// Any value. Scalars are written here, inline in the loops of the containers around
+    /// them; only a container costs a call.
+    #[inline(always)]
     fn value(&mut self, index: u32, depth: usize) -> Walked {
         let doc = self.doc;
         let e = doc.entries[index as usize];
@@ -44,55 +47,59 @@ impl<O: Out> Walk<'_, '_, '_, O> {
             Tag::NumberText => self
                 .out
                 .put(&doc.text[e.a as usize..(e.a + e.len) as usize]),
-            Tag::Int | Tag::Float | Tag::BigInt => {
-                let num = doc.num(e);
-                if self.jcs {
-                    jcs_number(num, self.out)?
-                } else {
-                    python_number(num, self.allow_nan, self.out)?
+            Tag::Int | Tag::Float | Tag::BigInt => self.number(e)?,
+            Tag::String | Tag::Key => self.string(e),
+            Tag::Array | Tag::Object => self.container(index, e, depth)?,
+        }
+        Ok(())
+    }
+
+    fn number(&mut self, e: Entry) -> Walked {
+        let num = self.doc.num(e);
+        if self.jcs {
+            jcs_number(num, self.out)
+        } else {
+            python_number(num, self.allow_nan, self.out)
+        }
+    }
+
+    fn container(&mut self, index: u32, e: Entry, depth: usize) -> Walked {
+        let doc = self.doc;
+        if depth >= MAX_WRITE_DEPTH {
+            return Err(too_deep());
+        }
+        if e.tag == Tag::Array {
+            self.out.byte(b'[');
+            let mut item = index + 1;
+            for i in 0..e.len {
+                if i > 0 {
+                    self.out.byte(b',');
                 }
+                self.value(item, depth + 1)
+                    .map_err(|err| under(|| i.to_string(), err))?;
+                item = doc.next(item);
             }
-            Tag::String | Tag::Key => self.string(index),
-            Tag::Array => {
-                if depth >= MAX_WRITE_DEPTH {
-                    return Err(too_deep());
-                }
-                self.out.byte(b'[');
-                let mut item = index + 1;
-                for i in 0..e.len {
-                    if i > 0 {
-                        self.out.byte(b',');
-                    }
-                    self.value(item, depth + 1)
-                        .map_err(|err| under(|| i.to_string(), err))?;
-                    item = doc.next(item);
-                }
-                self.out.byte(b']');
+            self.out.byte(b']');
+            return Ok(());
+        }
+        self.out.byte(b'{');
+        if self.jcs && e.flags & ASTRAL_KEYS != 0 {
+            let mut keys: Vec<u32> = doc.keys_in_order(index).collect();
+            keys.sort_by(|&a, &b| {
+                cmp_utf16(
+                    doc.str_of(doc.entries[a as usize]),
+                    doc.str_of(doc.entries[b as usize]),
+                )
+            });
+            for (i, key) in keys.into_iter().enumerate() {
+                self.member(i, key, depth)?;
             }
-            Tag::Object => {
-                if depth >= MAX_WRITE_DEPTH {
-                    return Err(too_deep());
-                }
-                self.out.byte(b'{');
-                if self.jcs && e.flags & ASTRAL_KEYS != 0 {
-                    let mut keys: Vec<u32> = doc.keys_in_order(index).collect();
-                    keys.sort_by(|&a, &b| {
-                        cmp_utf16(
-                            doc.str_of(doc.entries[a as usize]),
-                            doc.str_of(doc.entries[b as usize]),
-                        )
-                    });
-                    for (i, key) in keys.into_iter().enumerate() {
-                        self.member(i, key, depth)?;
-                    }
-                } else {
-                    for (i, key) in doc.keys_in_order(index).enumerate() {
-                        self.member(i, key, depth)?;
-                    }
-                }
-                self.out.byte(b'}');
+        } else {
+            for (i, key) in doc.keys_in_order(index).enumerate() {
+                self.member(i, key, depth)?;
             }
         }
+        self.out.byte(b'}');
         Ok(())
     }
 
@@ -101,7 +108,7 @@ impl<O: Out> Walk<'_, '_, '_, O> {
         if i > 0 {
             self.out.byte(b',');
         }
-        self.string(key);
+        self.string(self.doc.entries[key as usize]);
         self.out.byte(b':');
         self.value(key + 1, depth + 1).map_err(|err| {
             under(
@@ -114,8 +121,7 @@ impl<O: Out> Walk<'_, '_, '_, O> {
     /// A string or key: one with nothing to escape in either profile between quotes, the
     /// rest through the profile's escaping.
     #[inline]
-    fn string(&mut self, index: u32) {
-        let e = self.doc.entries[index as usize];
+    fn string(&mut self, e: Entry) {
         let s = self.doc.str_of(e);
         if e.flags & PRINTABLE != 0 || (self.jcs && e.flags & DECODED == 0) {
             // A raw string has no `"`, `\` or control, which is all jcs escapes.
