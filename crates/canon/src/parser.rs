@@ -492,7 +492,10 @@ impl<'a> Parser<'a> {
     /// [`Parser::string_token`] for the strings that are not one printable run: non-ASCII
     /// bytes to validate, escapes to decode, errors.
     #[inline(never)]
-    fn string_token_slow(&mut self, out: &mut String) -> Result<StringToken<'a>, ParseError> {
+    pub(crate) fn string_token_slow(
+        &mut self,
+        out: &mut String,
+    ) -> Result<StringToken<'a>, ParseError> {
         self.pos += 1;
         out.clear();
         let mut first = true;

@@ -321,7 +321,8 @@ impl<'t> Builder<'t> {
     #[inline(never)]
     fn other_string(&mut self, tag: Tag) -> Result<u32, ParseError> {
         let base = self.p.bytes.as_ptr() as usize;
-        let entry = match self.p.string_token(&mut self.scratch)? {
+        // `string` found no printable run here, so straight to the general reading.
+        let entry = match self.p.string_token_slow(&mut self.scratch)? {
             StringToken::Raw { text, printable } => Entry {
                 tag,
                 flags: if printable { PRINTABLE } else { 0 },
