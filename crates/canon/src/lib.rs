@@ -12,7 +12,9 @@
 //! Both profiles stream into any [`std::io::Write`] (a hasher included) without building an
 //! intermediate `String`. [`canonicalize`] goes from JSON text to canonical bytes in one pass
 //! without building a [`Value`] at all (same bytes, same errors as [`parse_with`] then
-//! [`write_value`]).
+//! [`write_value`]). [`Document`] holds a parsed text read-only in a few flat buffers (no
+//! allocation per value), for a large state that is read or hashed but not changed: the same
+//! texts, errors and canonical bytes as the tree.
 
 mod document;
 mod escape;
