@@ -313,11 +313,7 @@ impl<'d, 't> Node<'d, 't> {
 
     /// A number as the tree holds it.
     pub fn as_number(&self) -> Option<Number> {
-        (self.kind() == Kind::Number).then(|| match self.doc.num(self.entry()) {
-            Num::Int(i) => Number::Int(i),
-            Num::Big(digits) => Number::BigInt(digits.into()),
-            Num::Float(f) => Number::Float(f),
-        })
+        (self.kind() == Kind::Number).then(|| owned_number(self.doc.num(self.entry())))
     }
 
     /// An integer that fits `i64` (never a float, even a whole one), as [`Value::as_i64`].
@@ -435,11 +431,7 @@ impl<'d, 't> Node<'d, 't> {
                 Tag::True => Value::Bool(true),
                 Tag::False => Value::Bool(false),
                 Tag::NumberText | Tag::Int | Tag::BigInt | Tag::Float => {
-                    Value::Number(match doc.num(e) {
-                        Num::Int(i) => Number::Int(i),
-                        Num::Big(digits) => Number::BigInt(digits.into()),
-                        Num::Float(f) => Number::Float(f),
-                    })
+                    Value::Number(owned_number(doc.num(e)))
                 }
                 Tag::String => Value::String(doc.str_of(e).to_owned()),
                 Tag::Key => {
@@ -473,6 +465,15 @@ impl<'d, 't> Node<'d, 't> {
             Some(Built::Value(v)) => v,
             _ => unreachable_in_a_built_document(),
         }
+    }
+}
+
+/// A number as the tree holds it (big integers' digits copied out of the text).
+fn owned_number(num: Num<'_>) -> Number {
+    match num {
+        Num::Int(i) => Number::Int(i),
+        Num::Big(digits) => Number::BigInt(digits.into()),
+        Num::Float(f) => Number::Float(f),
     }
 }
 
