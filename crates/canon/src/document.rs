@@ -50,11 +50,13 @@ pub struct Document<'t> {
     options: ParseOptions,
 }
 
-/// One value. 16 bytes; what `len`, `a` and `b` hold depends on `tag`.
-#[derive(Clone, Copy, Debug)]
+/// One value. 16 bytes; what `len`, `a`, `b` and `raw` hold depends on `tag`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
     tag: Tag,
     flags: u8,
+    /// String or key with [`PY_RAW`]: the length of its token in the text, quotes included.
+    raw: u16,
     /// String, key, number text: its length. Container: how many elements or members.
     len: u32,
     /// String, key, number text: where it starts (in the text, or in `decoded` with
@@ -62,8 +64,8 @@ struct Entry {
     /// half of the value's bits.
     a: u32,
     /// Object: where its key order starts in `orders` ([`IN_ORDER`] when its keys came in
-    /// order and are few: the entries are walked). Key: where its token starts in the text.
-    /// Int and float: the high half of the value's bits.
+    /// order and are few: the entries are walked). String and key: where its token (its
+    /// opening quote) is in the text. Int and float: the high half of the value's bits.
     b: u32,
 }
 
@@ -89,6 +91,11 @@ enum Tag {
 /// String and key flags: which of three forms it has.
 const PRINTABLE: u8 = 1;
 const DECODED: u8 = 2;
+/// String and key flag, beside [`DECODED`]: its token in the text, escapes and all, is
+/// already its canonical text in profile python (ASCII, and only the escapes `json.dumps`
+/// writes; how Python's `json.dump` writes every non-ASCII char of a state file), so that
+/// profile copies it. Its length is in `raw`.
+const PY_RAW: u8 = 8;
 /// Object flag: a key has an astral char, whose UTF-16 order (profile jcs) is not its byte
 /// order.
 const ASTRAL_KEYS: u8 = 4;
@@ -139,7 +146,10 @@ impl<'t> Document<'t> {
     /// The canonical bytes in `profile`.
     pub fn to_vec(&self, profile: Profile) -> Result<Vec<u8>, WriteError> {
         let mut out = Vec::with_capacity(self.text.len());
-        write::walk(self, profile, &mut out).map_err(|e| *e)?;
+        let mut sink = crate::sink::Sink::new(&mut out);
+        write::walk(self, profile, &mut sink).map_err(|e| *e)?;
+        // A `Vec` takes every write.
+        let _ = sink.finish();
         Ok(out)
     }
 
@@ -574,6 +584,30 @@ mod tests {
                 .unwrap()
                 .join()
                 .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_write_depth_limit_is_the_trees() {
+        let limit = crate::MAX_WRITE_DEPTH;
+        for n in [limit - 1, limit, limit + 1, limit + 2] {
+            let arrays = "[".repeat(n) + &"]".repeat(n);
+            let objects = "{\"a\":[".repeat(n / 2) + "1" + &"]}".repeat(n / 2);
+            for text in [arrays, objects] {
+                let options = ParseOptions {
+                    max_depth: n + 1,
+                    ..ParseOptions::default()
+                };
+                let doc = Document::parse_with(text.as_bytes(), &options).unwrap();
+                let value = crate::parse_with(text.as_bytes(), &options).unwrap();
+                for profile in [Profile::Python, Profile::Jcs] {
+                    assert_eq!(
+                        doc.to_vec(profile),
+                        crate::to_vec(&value, profile),
+                        "{n} levels"
+                    );
+                }
+            }
         }
     }
 

@@ -131,6 +131,27 @@ impl<'a, W: io::Write> Sink<'a, W> {
         }
     }
 
+    /// `N` bytes of room at the end of what is staged, for a writer that puts several tokens
+    /// with one check (`N` is at most a few hundred); [`Sink::advance`] then keeps what it
+    /// wrote. Anything written past that is overwritten by what comes next. Asked again
+    /// before anything is kept, it is the same room with what was written into it.
+    #[inline(always)]
+    pub(crate) fn room<const N: usize>(&mut self) -> &mut [u8; N] {
+        if self.len > CAPACITY - N {
+            self.flush_buf();
+        }
+        (&mut self.buf[self.len..self.len + N])
+            .try_into()
+            .expect("N bytes of room")
+    }
+
+    /// Keeps `n` bytes written into the last [`Sink::room`].
+    #[inline(always)]
+    pub(crate) fn advance(&mut self, n: usize) {
+        debug_assert!(self.len + n <= CAPACITY);
+        self.len += n;
+    }
+
     #[inline]
     pub(crate) fn byte(&mut self, b: u8) {
         if self.len == CAPACITY {

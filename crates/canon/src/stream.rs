@@ -38,8 +38,8 @@ use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
 use duplicates::duplicate_key;
 pub use early::EarlyWrite;
 use early::{Early, NoRestart};
-pub(crate) use tokens::verbatim_number;
 use tokens::{copy_token, quoted};
+pub(crate) use tokens::{python_verbatim_end, verbatim_number};
 
 /// Why [`canonicalize`] stopped: the text is not JSON (first), a value has no canonical form
 /// in the profile, or the writer failed.

@@ -58,6 +58,8 @@ const SCALARS: &[&str] = &[
     "\"\\u00e9\\ud83d\\ude00\"",
     "\"\u{e9}\u{1f600}\u{7f}\"",
     "\"\\n\\t\\b\\f\\r\\u0001\"",
+    // As `json.dump` writes non-ASCII: the text is the python profile's, not jcs's.
+    "\"\\u00e9quipe-27\\u007f\"",
     "\"\u{2028}\u{feff}\"",
     "0.1",
     "1e16",
@@ -80,6 +82,7 @@ const KEYS: &[&str] = &[
     "\\u0041",
     "\\ud83d\\ude00",
     "k\\\"",
+    "\\u00e9quipe",
     "",
     "A",
     "\u{7f}",

@@ -12,11 +12,11 @@
 //! that is the order the tree would have met them in.
 
 use crate::parser::{Parser, StringToken};
-use crate::stream::verbatim_number;
+use crate::stream::{python_verbatim_end, verbatim_number};
 use crate::writer::Num;
 use crate::{ParseError, ParseOptions, Value};
 
-use super::{Document, Entry, Tag, ASTRAL_KEYS, DECODED, IN_ORDER, PRINTABLE};
+use super::{Document, Entry, Tag, ASTRAL_KEYS, DECODED, IN_ORDER, PRINTABLE, PY_RAW};
 
 /// An object whose keys came in order is walked for its key order up to this many members;
 /// a larger one gets its key entries listed as well, for [`Node::get`](super::Node::get)'s
@@ -103,6 +103,7 @@ impl<'t> Builder<'t> {
                     let index = self.push(Entry {
                         tag: if object { Tag::Object } else { Tag::Array },
                         flags: 0,
+                        raw: 0,
                         len: 0,
                         a: 0,
                         b: IN_ORDER,
@@ -309,9 +310,10 @@ impl<'t> Builder<'t> {
             return Ok(self.push(Entry {
                 tag,
                 flags: PRINTABLE,
+                raw: 0,
                 len: (self.p.pos - at - 2) as u32,
                 a: at as u32 + 1,
-                b: 0,
+                b: at as u32,
             }));
         }
         self.other_string(tag)
@@ -321,24 +323,31 @@ impl<'t> Builder<'t> {
     #[inline(never)]
     fn other_string(&mut self, tag: Tag) -> Result<u32, ParseError> {
         let base = self.p.bytes.as_ptr() as usize;
+        let at = self.p.pos;
         // `string` found no printable run here, so straight to the general reading.
         let entry = match self.p.string_token_slow(&mut self.scratch)? {
             StringToken::Raw { text, printable } => Entry {
                 tag,
                 flags: if printable { PRINTABLE } else { 0 },
+                raw: 0,
                 len: text.len() as u32,
                 a: (text.as_ptr() as usize - base) as u32,
-                b: 0,
+                b: at as u32,
             },
             StringToken::Decoded => {
                 let start = self.doc.decoded.len() as u32;
                 self.doc.decoded.push_str(&self.scratch);
+                let token = &self.p.bytes[at..self.p.pos];
+                let raw = u16::try_from(token.len())
+                    .ok()
+                    .filter(|_| python_verbatim_end(token, 0) == Some(token.len()));
                 Entry {
                     tag,
-                    flags: DECODED,
+                    flags: DECODED | if raw.is_some() { PY_RAW } else { 0 },
+                    raw: raw.unwrap_or(0),
                     len: self.scratch.len() as u32,
                     a: start,
-                    b: 0,
+                    b: at as u32,
                 }
             }
         };
@@ -373,6 +382,7 @@ impl<'t> Builder<'t> {
         self.push(Entry {
             tag,
             flags: 0,
+            raw: 0,
             len: 0,
             a: 0,
             b: 0,
@@ -395,6 +405,7 @@ impl<'t> Builder<'t> {
             Entry {
                 tag: Tag::NumberText,
                 flags: 0,
+                raw: 0,
                 len: (shape.end - shape.start) as u32,
                 a: shape.start as u32,
                 b: 0,
@@ -406,6 +417,7 @@ impl<'t> Builder<'t> {
                 Num::Big(digits) => Entry {
                     tag: Tag::BigInt,
                     flags: 0,
+                    raw: 0,
                     len: digits.len() as u32,
                     a: shape.start as u32,
                     b: 0,
@@ -442,6 +454,7 @@ fn bits_entry(tag: Tag, bits: u64) -> Entry {
     Entry {
         tag,
         flags: 0,
+        raw: 0,
         len: 0,
         a: bits as u32,
         b: (bits >> 32) as u32,

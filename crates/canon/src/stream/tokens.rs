@@ -2,10 +2,10 @@
 //! parser's own code and the writer's number functions.
 
 use crate::escape::{jcs_string, python_string};
-use crate::parser::{NumberShape, StringToken};
+use crate::parser::{NumberShape, Parser, StringToken};
 use crate::sink::Out;
 use crate::writer::{jcs_number, python_number, Num};
-use crate::{ParseError, Value};
+use crate::{ParseError, ParseOptions, Value};
 
 use super::Canon;
 
@@ -49,45 +49,20 @@ impl Canon<'_> {
         }
     }
 
-    /// Profile python: a string token at `pos` that is already its canonical text, copied:
-    /// ASCII only, with escapes only of the forms `json.dumps` writes itself (`\"`, `\\`,
-    /// `\n`, `\r`, `\t`, `\b`, `\f`, and a lowercase `\u` of a control without a short
-    /// form or of 0x7F and up, not a surrogate). That is how Python's `json.dump` writes
-    /// every non-ASCII char of a state file. Otherwise `false`, and `pos` has not moved (the
+    /// Profile python: a string token at `pos` that is already its canonical text
+    /// ([`python_verbatim_end`]), copied. Otherwise `false`, and `pos` has not moved (the
     /// parser reads the string again, errors included).
     #[inline(never)]
     fn python_verbatim_string(&mut self) -> bool {
-        let bytes = self.p.bytes;
         let start = self.p.pos;
-        self.p.pos += 1;
-        loop {
-            let (_, printable) = self.p.plain_run();
-            let i = self.p.pos;
-            if !printable {
-                break;
+        match python_verbatim_end(self.p.bytes, start) {
+            Some(end) => {
+                self.p.pos = end;
+                self.buf.put(&self.p.bytes[start..end]);
+                true
             }
-            match bytes.get(i) {
-                Some(b'"') => {
-                    self.p.pos = i + 1;
-                    self.buf.put(&bytes[start..i + 1]);
-                    return true;
-                }
-                Some(b'\\') => match bytes.get(i + 1) {
-                    Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => self.p.pos = i + 2,
-                    Some(b'u') => match bytes.get(i + 2..i + 6).and_then(lowercase_hex4) {
-                        Some(0x08 | 0x09 | 0x0a | 0x0c | 0x0d) => break,
-                        Some(0x00..=0x1f) => self.p.pos = i + 6,
-                        Some(0xd800..=0xdfff) => break,
-                        Some(0x7f..) => self.p.pos = i + 6,
-                        _ => break,
-                    },
-                    _ => break,
-                },
-                _ => break,
-            }
+            None => false,
         }
-        self.p.pos = start;
-        false
     }
 
     /// A number at `pos` whose text is its canonical text ([`verbatim_number`]), copied;
@@ -204,6 +179,39 @@ impl Canon<'_> {
     fn non_finite(&mut self, word: &[u8], f: f64) -> Result<Num<'static>, ParseError> {
         self.p.non_finite(word, f)?;
         Ok(Num::Float(f))
+    }
+}
+
+/// Profile python: where the string token at `start` (its opening quote) ends, if the token
+/// is already its canonical text: ASCII only, with escapes only of the forms `json.dumps`
+/// writes itself (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, and a lowercase `\u` of a
+/// control without a short form or of 0x7F and up, not a surrogate). That is how Python's
+/// `json.dump` writes every non-ASCII char of a state file. `None` for anything else, errors
+/// included (the caller reads such a string the general way).
+pub(crate) fn python_verbatim_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut p = Parser::new(bytes, ParseOptions::default());
+    p.pos = start + 1;
+    loop {
+        let (_, printable) = p.plain_run();
+        let i = p.pos;
+        if !printable {
+            return None;
+        }
+        match bytes.get(i) {
+            Some(b'"') => return Some(i + 1),
+            Some(b'\\') => match bytes.get(i + 1) {
+                Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => p.pos = i + 2,
+                Some(b'u') => match bytes.get(i + 2..i + 6).and_then(lowercase_hex4) {
+                    Some(0x08 | 0x09 | 0x0a | 0x0c | 0x0d) => return None,
+                    Some(0x00..=0x1f) => p.pos = i + 6,
+                    Some(0xd800..=0xdfff) => return None,
+                    Some(0x7f..) => p.pos = i + 6,
+                    _ => return None,
+                },
+                _ => return None,
+            },
+            _ => return None,
+        }
     }
 }
 
