@@ -477,16 +477,11 @@ impl<'a> Parser<'a> {
     #[inline]
     pub(crate) fn printable_string(&mut self) -> Option<&'a str> {
         debug_assert_eq!(self.peek(), Some(b'"'));
-        let open = self.pos;
-        self.pos += 1;
-        let (run, printable) = self.plain_run();
-        if printable && self.peek() == Some(b'"') {
-            self.pos += 1;
-            // SAFETY: every byte of `run` is below 0x7F, and ASCII is valid UTF-8.
-            return Some(unsafe { std::str::from_utf8_unchecked(run) });
-        }
-        self.pos = open;
-        None
+        let start = self.pos + 1;
+        let end = printable_string_end(self.bytes, start)?;
+        self.pos = end + 1;
+        // SAFETY: every byte of `start..end` is below 0x7F, and ASCII is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(&self.bytes[start..end]) })
     }
 
     /// [`Parser::string_token`] for the strings that are not one printable run: non-ASCII
@@ -608,6 +603,146 @@ impl<'a> Parser<'a> {
         }
         Ok(v)
     }
+}
+
+/// A string token at `open` made of printable ASCII and escapes, with at least one escape
+/// (how `json.dump` writes a state: `ensure_ascii` turns every non-ASCII char into `\u`):
+/// decoded into `out` (cleared first) in one scan, with where the text goes on after it and
+/// whether the token is already its canonical text in profile python (every escape one
+/// `json.dumps` writes itself: `\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, and a lowercase
+/// `\u` of a control without a short form or of 0x7F and up, not a surrogate; the rule of
+/// `stream::python_verbatim_end`). `None` for anything else, errors included: a raw
+/// non-ASCII byte or control, an invalid escape, a lone surrogate, no escape at all; the
+/// general reading ([`Parser::string_token_slow`]) takes those, with the same result.
+pub(crate) fn ascii_escaped_string(
+    bytes: &[u8],
+    open: usize,
+    options: ParseOptions,
+    out: &mut String,
+) -> Option<(usize, bool)> {
+    out.clear();
+    let mut p = Parser::new(bytes, options);
+    p.pos = open + 1;
+    let mut verbatim = true;
+    let mut escaped = false;
+    loop {
+        let (run, printable) = p.plain_run();
+        if !printable {
+            return None;
+        }
+        // SAFETY: `plain_run` said every byte of `run` is below 0x7F: ASCII, valid UTF-8.
+        out.push_str(unsafe { std::str::from_utf8_unchecked(run) });
+        let i = p.pos;
+        match bytes.get(i)? {
+            b'"' => return escaped.then_some((i + 1, verbatim)),
+            b'\\' => escaped = true,
+            _ => return None,
+        }
+        let (c, short) = match bytes.get(i + 1)? {
+            b'"' => ('"', true),
+            b'\\' => ('\\', true),
+            b'/' => ('/', false),
+            b'b' => ('\u{8}', true),
+            b'f' => ('\u{c}', true),
+            b'n' => ('\n', true),
+            b'r' => ('\r', true),
+            b't' => ('\t', true),
+            b'u' => {
+                let digits = bytes.get(i + 2..i + 6)?;
+                let unit = hex4(digits)?;
+                if (0xd800..=0xdbff).contains(&unit) {
+                    if bytes.get(i + 6..i + 8)? != b"\\u" {
+                        return None;
+                    }
+                    let low = hex4(bytes.get(i + 8..i + 12)?)?;
+                    if !(0xdc00..=0xdfff).contains(&low) {
+                        return None;
+                    }
+                    out.push(char::from_u32(
+                        0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00),
+                    )?);
+                    // Python writes the pair, but `python_verbatim_end` keeps to one unit.
+                    verbatim = false;
+                    p.pos = i + 12;
+                    continue;
+                }
+                out.push(char::from_u32(unit)?);
+                let lowercase = !digits.iter().any(u8::is_ascii_uppercase);
+                let own = matches!(unit, 0x00..=0x07 | 0x0b | 0x0e..=0x1f | 0x7f..);
+                verbatim &= lowercase && own;
+                p.pos = i + 6;
+                continue;
+            }
+            _ => return None,
+        };
+        out.push(c);
+        verbatim &= short;
+        p.pos = i + 2;
+    }
+}
+
+/// Four hex digits, either case.
+#[inline(always)]
+fn hex4(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |v, &d| {
+        let d = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return None,
+        };
+        Some(v * 16 + u32::from(d))
+    })
+}
+
+/// Where the string whose text starts at `start` (after its opening quote) closes, if its
+/// text is one run of printable ASCII (0x20 to 0x7E, neither `"` nor `\\`): the index of its
+/// closing quote. `None` for anything else: an escape, a byte to validate or escape, a
+/// control character, no closing quote. Sixteen bytes at a time (eight without SSE2); most
+/// keys and short strings of a state close within their first sixteen.
+#[inline(always)]
+pub(crate) fn printable_string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start;
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    while let Some(chunk) = bytes.get(i..i + 16) {
+        let (ends, high) = sse2_run_lanes(chunk);
+        if ends != 0 {
+            let lanes = ends.trailing_zeros();
+            let end = i + lanes as usize;
+            let clean = high & ((1u32 << lanes) - 1) == 0;
+            return (clean && bytes[end] == b'"').then_some(end);
+        }
+        if high != 0 {
+            return None;
+        }
+        i += 16;
+    }
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let end = crate::escape::string_run_ends(w);
+        let not_printable = crate::escape::not_printable_ascii(w);
+        if end != 0 {
+            // Bit 7 of the first lane that ends the run; the lanes below it are the run's.
+            let lanes_bits = end.trailing_zeros() - 7;
+            let end_at = i + (lanes_bits / 8) as usize;
+            let clean = not_printable & ((1u64 << lanes_bits) - 1) == 0;
+            return (clean && bytes[end_at] == b'"').then_some(end_at);
+        }
+        if not_printable != 0 {
+            return None;
+        }
+        i += 8;
+    }
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => return Some(i),
+            b'\\' | 0..=0x1f | 0x7f.. => return None,
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// For 16 bytes: one bit per byte that ends a run of plain string bytes (`"`, `\\` or a

@@ -60,6 +60,7 @@ const SCALARS: &[&str] = &[
     "\"\\n\\t\\b\\f\\r\\u0001\"",
     // As `json.dump` writes non-ASCII: the text is the python profile's, not jcs's.
     "\"\\u00e9quipe-27\\u007f\"",
+    "\"\\u00E9\\u001F\\u0008\"",
     "\"\u{2028}\u{feff}\"",
     "0.1",
     "1e16",

@@ -1,20 +1,21 @@
-//! Text into a [`Document`]: the parser's own lexing, its structure mirrored
-//! (`Parser::parse_value`), one entry pushed per value.
+//! Text into a [`Document`]: one pass over the text, one entry pushed per value.
 //!
-//! What differs from building the tree is when keys are checked. The tree finds a duplicate
-//! when it inserts a member, after reading its value. Here a key is only compared with the
-//! one before it; while keys come in byte order none can repeat. An object whose keys did
-//! not is sorted when it closes (its key order is kept anyway), and a duplicate shows as two
-//! equal neighbours. Which error the tree would have met first is then found again
-//! ([`Builder::earliest_duplicate`]): on any error, the open objects out of order are
-//! searched, outermost first, for a complete member that repeats an earlier key. An outer
-//! object's complete members all ended before anything inside its open member began, so
-//! that is the order the tree would have met them in.
+//! The builder does not word errors. At anything that is not JSON it stops, and the error is
+//! the tree parser's for the same text ([`crate::parse_with`]): a `Document` accepts exactly
+//! the texts the tree accepts, with the same errors, and wording them in one place keeps
+//! that true by construction (which duplicate key the tree meets first, say, depends on
+//! when it inserts members). A text that is not JSON is read twice; the hot loop carries no
+//! error values, only [`Stop`].
+//!
+//! Keys: each is compared only with the one before it in its object, by its first 8 bytes
+//! first; while keys come in byte order none can repeat. An object whose keys did not is
+//! sorted when it closes (its key order is kept anyway), and a duplicate shows as two equal
+//! neighbours.
 
-use crate::parser::{Parser, StringToken};
+use crate::parser::{ascii_escaped_string, printable_string_end, NumberShape, Parser, StringToken};
 use crate::stream::{python_verbatim_end, verbatim_number};
 use crate::writer::Num;
-use crate::{ParseError, ParseOptions, Value};
+use crate::{ParseError, ParseOptions};
 
 use super::{Document, Entry, Tag, ASTRAL_KEYS, DECODED, IN_ORDER, PRINTABLE, PY_RAW};
 
@@ -27,23 +28,38 @@ const WALKED_MEMBERS: usize = 16;
 /// size: a state's records mostly bring their keys in one order.
 const ORDERS_KEPT: usize = 64;
 
+/// The text is not JSON (or not JSON this builder takes: deeper than the limit, say); the
+/// tree parser words why.
+struct Stop;
+
 struct Frame {
     entry: u32,
     object: bool,
     count: u32,
-    /// Where this object's key entries start in `Builder::keys`.
+    /// Where this object's keys start in `Builder::keys`.
     keys_start: usize,
     /// Every key so far came in byte order (so none repeats).
     in_order: bool,
     astral: bool,
 }
 
+/// A key of an open object: its entry, and its first 8 bytes (big-endian, zero-padded),
+/// which order most pairs of keys in one compare.
+#[derive(Clone, Copy)]
+struct Key {
+    prefix: u64,
+    entry: u32,
+}
+
 struct Builder<'t> {
-    p: Parser<'t>,
-    doc: Document<'t>,
+    text: &'t [u8],
+    options: ParseOptions,
+    entries: Vec<Entry>,
+    decoded: String,
+    orders: Vec<u32>,
     frames: Vec<Frame>,
-    /// The key entries of the open objects, innermost last.
-    keys: Vec<u32>,
+    /// The keys of the open objects, innermost last.
+    keys: Vec<Key>,
     scratch: String,
     last_orders: Vec<Vec<u32>>,
 }
@@ -52,54 +68,76 @@ pub(super) fn build<'t>(
     text: &'t [u8],
     options: &ParseOptions,
 ) -> Result<Document<'t>, ParseError> {
+    if u32::try_from(text.len()).is_err() {
+        return Err(Parser::new(text, *options).error_at(
+            0,
+            "a Document holds texts below 4 GiB (32-bit offsets); canonicalize reads larger ones",
+        ));
+    }
     let mut b = Builder {
-        p: Parser::new(text, *options),
-        doc: Document {
-            text,
-            entries: Vec::with_capacity(text.len() / 16),
-            decoded: String::new(),
-            orders: Vec::new(),
-            options: *options,
-        },
+        text,
+        options: *options,
+        entries: Vec::with_capacity(text.len() / 16),
+        decoded: String::new(),
+        orders: Vec::new(),
         frames: Vec::new(),
         keys: Vec::new(),
         scratch: String::new(),
         last_orders: vec![Vec::new(); ORDERS_KEPT],
     };
-    if u32::try_from(text.len()).is_err() {
-        return Err(b.p.error_at(
-            0,
-            "a Document holds texts below 4 GiB (32-bit offsets); canonicalize reads larger ones",
-        ));
+    match b.document() {
+        Ok(()) => Ok(Document {
+            text,
+            entries: b.entries,
+            decoded: b.decoded,
+            orders: b.orders,
+            options: *options,
+        }),
+        Err(Stop) => Err(the_parsers_error(text, options)),
     }
-    if text.starts_with(b"\xef\xbb\xbf") {
-        return Err(b.p.error("byte order mark is not allowed"));
-    }
-    if let Err(e) = b.value() {
-        // A duplicate key not checked yet came before this error.
-        return Err(b.earliest_duplicate().unwrap_or(e));
-    }
-    b.p.skip_whitespace();
-    if b.p.pos < text.len() {
-        return Err(b.p.error("trailing characters after the JSON value"));
-    }
-    Ok(b.doc)
 }
 
-impl<'t> Builder<'t> {
+/// Why the tree parser refuses `text`, which the builder stopped at.
+#[cold]
+fn the_parsers_error(text: &[u8], options: &ParseOptions) -> ParseError {
+    match crate::parse_with(text, options) {
+        Err(e) => e,
+        Ok(_) => {
+            debug_assert!(false, "the builder stopped at a text the parser takes");
+            Parser::new(text, *options).error_at(
+                0,
+                "internal error: the document builder refused a text the parser accepts",
+            )
+        }
+    }
+}
+
+impl Builder<'_> {
+    #[inline(always)]
     fn push(&mut self, entry: Entry) -> u32 {
-        let index = self.doc.entries.len() as u32;
-        self.doc.entries.push(entry);
+        let index = self.entries.len() as u32;
+        self.entries.push(entry);
         index
     }
 
-    fn value(&mut self) -> Result<(), ParseError> {
-        loop {
-            self.p.skip_whitespace();
-            match self.p.peek() {
-                Some(b'[' | b'{') => {
-                    let open = self.p.open(self.frames.len())?;
-                    let object = open == b'{';
+    fn document(&mut self) -> Result<(), Stop> {
+        let text = self.text;
+        if text.starts_with(b"\xef\xbb\xbf") {
+            return Err(Stop);
+        }
+        let mut i = 0;
+        'value: loop {
+            i = skip_whitespace(text, i);
+            let Some(&c) = text.get(i) else {
+                return Err(Stop);
+            };
+            match c {
+                b'"' => i = self.string(i, Tag::String)?,
+                b'[' | b'{' => {
+                    if self.frames.len() >= self.options.max_depth {
+                        return Err(Stop);
+                    }
+                    let object = c == b'{';
                     let index = self.push(Entry {
                         tag: if object { Tag::Object } else { Tag::Array },
                         flags: 0,
@@ -108,10 +146,11 @@ impl<'t> Builder<'t> {
                         a: 0,
                         b: IN_ORDER,
                     });
+                    i = skip_whitespace(text, i + 1);
                     let close = if object { b'}' } else { b']' };
-                    if self.p.peek() == Some(close) {
-                        self.p.pos += 1;
-                        self.doc.entries[index as usize].a = index + 1;
+                    if text.get(i) == Some(&close) {
+                        i += 1;
+                        self.entries[index as usize].a = index + 1;
                     } else {
                         self.frames.push(Frame {
                             entry: index,
@@ -122,53 +161,58 @@ impl<'t> Builder<'t> {
                             astral: false,
                         });
                         if object {
-                            self.key()?;
+                            i = self.key(i)?;
                         }
                         continue;
                     }
                 }
-                _ => self.scalar()?,
+                b'-' | b'0'..=b'9' => i = self.number(i)?,
+                b't' => i = self.literal(i, b"true", Tag::True)?,
+                b'f' => i = self.literal(i, b"false", Tag::False)?,
+                b'n' => i = self.literal(i, b"null", Tag::Null)?,
+                b'N' => i = self.non_finite(i, b"NaN", f64::NAN)?,
+                b'I' => i = self.non_finite(i, b"Infinity", f64::INFINITY)?,
+                _ => return Err(Stop),
             }
             // A value is complete: hand it to the open containers, closing those that end.
             loop {
                 let Some(frame) = self.frames.last_mut() else {
-                    return Ok(());
+                    break 'value;
                 };
                 frame.count += 1;
                 let object = frame.object;
-                self.p.skip_whitespace();
-                match (self.p.peek(), object) {
+                i = skip_whitespace(text, i);
+                match (text.get(i), object) {
                     (Some(b','), _) => {
-                        self.p.pos += 1;
+                        i += 1;
                         if object {
-                            self.p.skip_whitespace();
-                            self.key()?;
+                            i = skip_whitespace(text, i);
+                            i = self.key(i)?;
                         }
-                        break;
+                        continue 'value;
                     }
-                    (Some(b']'), false) => {
-                        self.p.pos += 1;
+                    (Some(b']'), false) | (Some(b'}'), true) => {
+                        i += 1;
                         self.close()?;
                     }
-                    (Some(b'}'), true) => {
-                        self.p.pos += 1;
-                        self.close()?;
-                    }
-                    (_, false) => return Err(self.p.expected("',' or ']' in an array")),
-                    (_, true) => return Err(self.p.expected("',' or '}' in an object")),
+                    _ => return Err(Stop),
                 }
             }
+        }
+        if skip_whitespace(text, i) == text.len() {
+            Ok(())
+        } else {
+            Err(Stop)
         }
     }
 
     /// The innermost container has closed: its entry gets its count and extent, an object
-    /// its key order (and a duplicate key its error).
-    fn close(&mut self) -> Result<(), ParseError> {
-        let Some(frame) = self.frames.last() else {
-            return Ok(());
+    /// its key order.
+    fn close(&mut self) -> Result<(), Stop> {
+        let Some(frame) = self.frames.pop() else {
+            return Err(Stop);
         };
-        let (entry, count, keys_start) = (frame.entry, frame.count, frame.keys_start);
-        let end = self.doc.entries.len() as u32;
+        let end = self.entries.len() as u32;
         let mut order = IN_ORDER;
         let mut flags = 0;
         if frame.object {
@@ -176,23 +220,18 @@ impl<'t> Builder<'t> {
                 flags |= ASTRAL_KEYS;
             }
             if !frame.in_order {
-                order = self.doc.orders.len() as u32;
-                if !self.put_order(keys_start) {
-                    let found = self.earliest_duplicate();
-                    debug_assert!(found.is_some(), "the closing object is searched");
-                    return Err(found
-                        .unwrap_or_else(|| self.p.error("internal error: lost a duplicate key")));
-                }
-            } else if count as usize > WALKED_MEMBERS {
+                order = self.orders.len() as u32;
+                self.put_order(frame.keys_start)?;
+            } else if frame.count as usize > WALKED_MEMBERS {
                 // In order already; listed so that `Node::get` can search it.
-                order = self.doc.orders.len() as u32;
-                self.doc.orders.extend_from_slice(&self.keys[keys_start..]);
+                order = self.orders.len() as u32;
+                let keys = &self.keys[frame.keys_start..];
+                self.orders.extend(keys.iter().map(|k| k.entry));
             }
-            self.keys.truncate(keys_start);
+            self.keys.truncate(frame.keys_start);
         }
-        self.frames.pop();
-        let entry = &mut self.doc.entries[entry as usize];
-        entry.len = count;
+        let entry = &mut self.entries[frame.entry as usize];
+        entry.len = frame.count;
         entry.a = end;
         entry.b = order;
         entry.flags = flags;
@@ -200,144 +239,135 @@ impl<'t> Builder<'t> {
     }
 
     /// Appends to `orders` the key entries `keys[start..]` in byte order of their keys;
-    /// `false` if two are equal.
-    fn put_order(&mut self, start: usize) -> bool {
-        let Document {
-            text,
-            entries,
-            decoded,
-            orders,
-            ..
-        } = &mut self.doc;
+    /// stops at two equal keys.
+    fn put_order(&mut self, start: usize) -> Result<(), Stop> {
         let keys = &self.keys[start..];
         let n = keys.len();
-        let key = |k: u32| key_bytes(entries, decoded, text, k);
+        let (entries, decoded, text) = (&self.entries[..], &self.decoded, self.text);
+        let less = |x: Key, y: Key| cmp_keys(entries, decoded, text, x, y).is_lt();
         // The order of the last object of this size, as positions among its members: if
         // the keys strictly increase in it, it is their order, and none repeats.
         if let Some(last) = self.last_orders.get(n).filter(|o| o.len() == n) {
-            let holds = last
+            if last
                 .windows(2)
-                .all(|w| cmp_keys(key(keys[w[0] as usize]), key(keys[w[1] as usize])).is_lt());
-            if holds {
-                orders.extend(last.iter().map(|&i| keys[i as usize]));
-                return true;
+                .all(|w| less(keys[w[0] as usize], keys[w[1] as usize]))
+            {
+                self.orders
+                    .extend(last.iter().map(|&p| keys[p as usize].entry));
+                return Ok(());
             }
         }
         let mut positions: Vec<u32> = (0..n as u32).collect();
-        positions.sort_unstable_by(|&x, &y| cmp_keys(key(keys[x as usize]), key(keys[y as usize])));
-        if positions
+        positions.sort_unstable_by(|&x, &y| {
+            cmp_keys(entries, decoded, text, keys[x as usize], keys[y as usize])
+        });
+        if !positions
             .windows(2)
-            .any(|w| key(keys[w[0] as usize]) == key(keys[w[1] as usize]))
+            .all(|w| less(keys[w[0] as usize], keys[w[1] as usize]))
         {
-            return false;
+            return Err(Stop);
         }
-        orders.extend(positions.iter().map(|&i| keys[i as usize]));
+        self.orders
+            .extend(positions.iter().map(|&p| keys[p as usize].entry));
         if let Some(slot) = self.last_orders.get_mut(n) {
             *slot = positions;
         }
-        true
+        Ok(())
     }
 
-    /// The duplicate key the tree would have reported first, if the open objects hold one
-    /// (see the module doc): in the outermost object out of order that has one among its
-    /// complete members (its first `count` keys), the member that first repeats an
-    /// earlier key.
-    fn earliest_duplicate(&self) -> Option<ParseError> {
-        let doc = &self.doc;
-        self.frames
-            .iter()
-            .filter(|f| f.object && !f.in_order)
-            .find_map(|f| {
-                let complete = &self.keys[f.keys_start..f.keys_start + f.count as usize];
-                let mut sorted: Vec<(&[u8], u32)> = complete
-                    .iter()
-                    .map(|&k| (doc.bytes_of(doc.entries[k as usize]), k))
-                    .collect();
-                // Equal keys side by side, each run in the text's order.
-                sorted.sort_unstable();
-                let (_, key) = sorted
-                    .windows(2)
-                    .filter(|w| w[0].0 == w[1].0)
-                    .map(|w| w[1])
-                    .min_by_key(|&(_, k)| k)?;
-                let e = doc.entries[key as usize];
-                let message = format!("duplicate key {:?}", doc.str_of(e));
-                Some(self.p.error_at(e.b as usize, message))
-            })
-    }
-
-    /// A key and its `:` (whitespace before it skipped), checked against the object's
-    /// earlier keys.
-    fn key(&mut self) -> Result<(), ParseError> {
-        if self.p.peek() != Some(b'"') {
-            return Err(self.p.expected("a string key"));
+    /// A key at `i` (whitespace before it skipped) and its `:`, noted in its object. Returns
+    /// where the text goes on after the `:`.
+    #[inline(always)]
+    fn key(&mut self, i: usize) -> Result<usize, Stop> {
+        let text = self.text;
+        if text.get(i) != Some(&b'"') {
+            return Err(Stop);
         }
-        let at = self.p.pos;
-        let key = self.string(Tag::Key)?;
-        self.p.skip_whitespace();
-        if self.p.peek() != Some(b':') {
-            return Err(self.p.expected("':' after an object key"));
+        let entry = self.entries.len() as u32;
+        let mut j = self.string(i, Tag::Key)?;
+        j = skip_whitespace(text, j);
+        if text.get(j) != Some(&b':') {
+            return Err(Stop);
         }
-        self.p.pos += 1;
-        let doc = &self.doc;
-        let Some(frame) = self.frames.last_mut() else {
-            return Ok(());
+        let e = self.entries[entry as usize];
+        let bytes = key_bytes(&self.decoded, text, e);
+        let prefix = match text.get(e.a as usize..e.a as usize + 8) {
+            Some(word) if e.flags & DECODED == 0 => prefix_of_word(word, bytes.len()),
+            _ => prefix_of(bytes),
         };
-        let entry = doc.entries[key as usize];
-        let bytes = doc.bytes_of(entry);
-        if entry.flags & PRINTABLE == 0 && bytes.iter().any(|&b| b >= 0xf0) {
+        let key = Key { prefix, entry };
+        let Some(frame) = self.frames.last_mut() else {
+            return Err(Stop);
+        };
+        if e.flags & PRINTABLE == 0 && bytes.iter().any(|&b| b >= 0xf0) {
             frame.astral = true;
         }
         if frame.in_order {
             if let Some(&last) = self.keys[frame.keys_start..].last() {
-                if cmp_keys(doc.bytes_of(doc.entries[last as usize]), bytes).is_ge() {
+                let (entries, decoded) = (&self.entries[..], &self.decoded);
+                if !cmp_keys(entries, decoded, text, last, key).is_lt() {
                     frame.in_order = false;
                 }
             }
         }
-        // A key entry's `b` is where its token starts, for a duplicate's error.
-        self.doc.entries[key as usize].b = at as u32;
         self.keys.push(key);
-        Ok(())
+        Ok(j + 1)
     }
 
-    /// A string token at `pos`, pushed as an entry with `tag` (string or key).
-    #[inline]
-    fn string(&mut self, tag: Tag) -> Result<u32, ParseError> {
-        let at = self.p.pos;
-        if self.p.printable_string().is_some() {
+    /// A string token at `i`, pushed as an entry with `tag` (string or key). Returns where
+    /// the text goes on after it.
+    #[inline(always)]
+    fn string(&mut self, i: usize, tag: Tag) -> Result<usize, Stop> {
+        if let Some(end) = printable_string_end(self.text, i + 1) {
             // Most strings: one printable run, its bytes between the quotes.
-            return Ok(self.push(Entry {
+            self.push(Entry {
                 tag,
                 flags: PRINTABLE,
                 raw: 0,
-                len: (self.p.pos - at - 2) as u32,
-                a: at as u32 + 1,
-                b: at as u32,
-            }));
+                len: (end - i - 1) as u32,
+                a: i as u32 + 1,
+                b: i as u32,
+            });
+            return Ok(end + 1);
         }
-        self.other_string(tag)
+        self.other_string(i, tag)
     }
 
     /// [`Builder::string`] for the rest: non-ASCII, escapes, errors.
     #[inline(never)]
-    fn other_string(&mut self, tag: Tag) -> Result<u32, ParseError> {
-        let base = self.p.bytes.as_ptr() as usize;
-        let at = self.p.pos;
-        // `string` found no printable run here, so straight to the general reading.
-        let entry = match self.p.string_token_slow(&mut self.scratch)? {
-            StringToken::Raw { text, printable } => Entry {
+    fn other_string(&mut self, i: usize, tag: Tag) -> Result<usize, Stop> {
+        let text = self.text;
+        if let Some((end, verbatim)) =
+            ascii_escaped_string(text, i, self.options, &mut self.scratch)
+        {
+            let start = self.decoded.len() as u32;
+            self.decoded.push_str(&self.scratch);
+            let raw = u16::try_from(end - i).ok().filter(|_| verbatim);
+            self.push(Entry {
+                tag,
+                flags: DECODED | if raw.is_some() { PY_RAW } else { 0 },
+                raw: raw.unwrap_or(0),
+                len: self.scratch.len() as u32,
+                a: start,
+                b: i as u32,
+            });
+            return Ok(end);
+        }
+        let mut p = Parser::new(text, self.options);
+        p.pos = i;
+        let entry = match p.string_token_slow(&mut self.scratch).map_err(|_| Stop)? {
+            StringToken::Raw { text: s, printable } => Entry {
                 tag,
                 flags: if printable { PRINTABLE } else { 0 },
                 raw: 0,
-                len: text.len() as u32,
-                a: (text.as_ptr() as usize - base) as u32,
-                b: at as u32,
+                len: s.len() as u32,
+                a: i as u32 + 1,
+                b: i as u32,
             },
             StringToken::Decoded => {
-                let start = self.doc.decoded.len() as u32;
-                self.doc.decoded.push_str(&self.scratch);
-                let token = &self.p.bytes[at..self.p.pos];
+                let start = self.decoded.len() as u32;
+                self.decoded.push_str(&self.scratch);
+                let token = &text[i..p.pos];
                 let raw = u16::try_from(token.len())
                     .ok()
                     .filter(|_| python_verbatim_end(token, 0) == Some(token.len()));
@@ -347,38 +377,20 @@ impl<'t> Builder<'t> {
                     raw: raw.unwrap_or(0),
                     len: self.scratch.len() as u32,
                     a: start,
-                    b: at as u32,
+                    b: i as u32,
                 }
             }
         };
-        Ok(self.push(entry))
+        self.push(entry);
+        Ok(p.pos)
     }
 
-    /// As the parser's `parse_scalar`, pushing the entry.
-    fn scalar(&mut self) -> Result<(), ParseError> {
-        let p = &mut self.p;
-        let tag = match p.peek() {
-            Some(b'"') => return self.string(Tag::String).map(drop),
-            Some(b't') => {
-                p.literal(b"true", Value::Null)?;
-                Tag::True
-            }
-            Some(b'f') => {
-                p.literal(b"false", Value::Null)?;
-                Tag::False
-            }
-            Some(b'n') => {
-                p.literal(b"null", Value::Null)?;
-                Tag::Null
-            }
-            Some(b'N') => return self.non_finite(b"NaN", f64::NAN),
-            Some(b'I') => return self.non_finite(b"Infinity", f64::INFINITY),
-            Some(b'-') if p.bytes.get(p.pos + 1) == Some(&b'I') => {
-                return self.non_finite(b"-Infinity", f64::NEG_INFINITY)
-            }
-            Some(b'-' | b'0'..=b'9') => return self.number(),
-            _ => return Err(p.unexpected()),
-        };
+    /// The literal `word` at `i`.
+    #[inline(always)]
+    fn literal(&mut self, i: usize, word: &[u8], tag: Tag) -> Result<usize, Stop> {
+        if !self.text[i..].starts_with(word) {
+            return Err(Stop);
+        }
         self.push(Entry {
             tag,
             flags: 0,
@@ -387,67 +399,187 @@ impl<'t> Builder<'t> {
             a: 0,
             b: 0,
         });
-        Ok(())
+        Ok(i + word.len())
     }
 
-    fn non_finite(&mut self, word: &[u8], f: f64) -> Result<(), ParseError> {
-        self.p.non_finite(word, f)?;
+    /// `NaN`, `Infinity` or `-Infinity` at `i`, when the options take them.
+    #[cold]
+    fn non_finite(&mut self, i: usize, word: &[u8], f: f64) -> Result<usize, Stop> {
+        if !self.options.allow_nan || !self.text[i..].starts_with(word) {
+            return Err(Stop);
+        }
         self.push(bits_entry(Tag::Float, f.to_bits()));
-        Ok(())
+        Ok(i + word.len())
     }
 
-    fn number(&mut self) -> Result<(), ParseError> {
-        let shape = self.p.number_shape()?;
-        let bytes = self.p.bytes;
+    /// A number at `i` (a `-` or a digit), checked as the parser's `number_shape` checks it:
+    /// its text when that is canonical in every profile, else its value.
+    #[inline(always)]
+    fn number(&mut self, i: usize) -> Result<usize, Stop> {
+        let text = self.text;
+        let mut j = i;
+        if text[j] == b'-' {
+            j += 1;
+            if text.get(j) == Some(&b'I') {
+                return self.non_finite(i, b"-Infinity", f64::NEG_INFINITY);
+            }
+        }
+        let int_start = j;
+        match text.get(j) {
+            Some(b'0') => {
+                j += 1;
+                if matches!(text.get(j), Some(b'0'..=b'9')) {
+                    return Err(Stop);
+                }
+            }
+            Some(b'1'..=b'9') => j = digits_end(text, j + 1),
+            _ => return Err(Stop),
+        }
+        let int_end = j;
+        let mut fraction_end = j;
+        if text.get(j) == Some(&b'.') {
+            j = digits_end(text, j + 1);
+            if j == int_end + 1 {
+                return Err(Stop);
+            }
+            fraction_end = j;
+        }
+        let mut exponent = false;
+        if matches!(text.get(j), Some(b'e' | b'E')) {
+            j += 1;
+            if matches!(text.get(j), Some(b'+' | b'-')) {
+                j += 1;
+            }
+            let digits = j;
+            j = digits_end(text, j);
+            if j == digits {
+                return Err(Stop);
+            }
+            exponent = true;
+        }
+        let shape = NumberShape {
+            start: i,
+            int_start,
+            int_end,
+            fraction_end,
+            exponent,
+            end: j,
+        };
         // A text canonical in jcs is canonical in python too (python's rule only adds
         // integers of 16 to 18 digits and whole decimals `D.0`).
-        let entry = if verbatim_number(bytes, &shape, true) {
+        let entry = if verbatim_number(text, &shape, true) {
             Entry {
                 tag: Tag::NumberText,
                 flags: 0,
                 raw: 0,
-                len: (shape.end - shape.start) as u32,
-                a: shape.start as u32,
+                len: (j - i) as u32,
+                a: i as u32,
                 b: 0,
             }
         } else {
-            match self.p.number_value(&shape)? {
-                Num::Int(i) => bits_entry(Tag::Int, i as u64),
-                Num::Float(f) => bits_entry(Tag::Float, f.to_bits()),
-                Num::Big(digits) => Entry {
-                    tag: Tag::BigInt,
-                    flags: 0,
-                    raw: 0,
-                    len: digits.len() as u32,
-                    a: shape.start as u32,
-                    b: 0,
-                },
-            }
+            self.number_value(&shape)?
         };
         self.push(entry);
-        Ok(())
+        Ok(j)
+    }
+
+    /// A number whose text is not canonical, read by the parser's own code.
+    #[inline(never)]
+    fn number_value(&self, shape: &NumberShape) -> Result<Entry, Stop> {
+        let p = Parser::new(self.text, self.options);
+        Ok(match p.number_value(shape).map_err(|_| Stop)? {
+            Num::Int(v) => bits_entry(Tag::Int, v as u64),
+            Num::Float(f) => bits_entry(Tag::Float, f.to_bits()),
+            Num::Big(digits) => Entry {
+                tag: Tag::BigInt,
+                flags: 0,
+                raw: 0,
+                len: digits.len() as u32,
+                a: shape.start as u32,
+                b: 0,
+            },
+        })
     }
 }
 
-/// Byte order of two keys, decided by the first byte when it differs (most keys of a
-/// record do), which spares a `memcmp` call.
-#[inline]
-fn cmp_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    match (a.first(), b.first()) {
-        (Some(x), Some(y)) if x != y => x.cmp(y),
-        _ => a.cmp(b),
+/// The first index at or after `i` that is not JSON whitespace.
+#[inline(always)]
+fn skip_whitespace(text: &[u8], mut i: usize) -> usize {
+    while let Some(&b) = text.get(i) {
+        if b > b' ' || !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            break;
+        }
+        i += 1;
     }
+    i
 }
 
-/// The UTF-8 of key entry `k`, with the lifetime of the buffers (not of the document).
-fn key_bytes<'a>(entries: &[Entry], decoded: &'a str, text: &'a [u8], k: u32) -> &'a [u8] {
-    let e = entries[k as usize];
+/// The first index at or after `i` that is not an ASCII digit; eight bytes at a time.
+#[inline(always)]
+fn digits_end(text: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = text.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        // A byte is a digit when its high nibble is 3 and its low one at most 9 (adding 6
+        // to it then stays below 16): a non-digit byte is non-zero here, with no carries.
+        let high = (w & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030;
+        let low = ((w & 0x0f0f_0f0f_0f0f_0f0f) + 0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0;
+        let not_digit = high | low;
+        if not_digit != 0 {
+            return i + (not_digit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while matches!(text.get(i), Some(b'0'..=b'9')) {
+        i += 1;
+    }
+    i
+}
+
+/// The UTF-8 of string or key entry `e`, with the lifetime of the buffers.
+#[inline(always)]
+fn key_bytes<'a>(decoded: &'a str, text: &'a [u8], e: Entry) -> &'a [u8] {
     let (start, end) = (e.a as usize, (e.a + e.len) as usize);
     if e.flags & DECODED != 0 {
         &decoded.as_bytes()[start..end]
     } else {
         &text[start..end]
     }
+}
+
+/// [`prefix_of`] a key of `len` bytes whose first 8 bytes (or more) are `word`, in one load.
+#[inline(always)]
+fn prefix_of_word(word: &[u8], len: usize) -> u64 {
+    let mut head = [0u8; 8];
+    head.copy_from_slice(word);
+    let w = u64::from_be_bytes(head);
+    if len >= 8 {
+        w
+    } else {
+        // The key's `len` leading bytes (none when `len` is 0).
+        w & !(u64::MAX >> (8 * len))
+    }
+}
+
+/// The first 8 bytes of `bytes`, big-endian, zero-padded: their order is the bytes' order
+/// wherever they differ.
+#[cold]
+fn prefix_of(bytes: &[u8]) -> u64 {
+    let mut head = [0u8; 8];
+    let n = bytes.len().min(8);
+    head[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(head)
+}
+
+/// Byte order of two keys: by their prefixes where those differ, else all their bytes.
+#[inline(always)]
+fn cmp_keys(entries: &[Entry], decoded: &str, text: &[u8], x: Key, y: Key) -> std::cmp::Ordering {
+    if x.prefix != y.prefix {
+        return x.prefix.cmp(&y.prefix);
+    }
+    let bytes = |k: Key| key_bytes(decoded, text, entries[k.entry as usize]);
+    bytes(x).cmp(bytes(y))
 }
 
 fn bits_entry(tag: Tag, bits: u64) -> Entry {

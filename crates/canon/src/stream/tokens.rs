@@ -267,6 +267,7 @@ pub(super) fn copy_token(buf: &mut Vec<u8>, input: &[u8], at: usize, end: usize)
 ///   Python's `repr` writes as itself.
 ///
 /// Everything else goes the long way. Tested against it (`tests/stream_differential.rs`).
+#[inline]
 pub(crate) fn verbatim_number(bytes: &[u8], n: &NumberShape, jcs: bool) -> bool {
     if n.exponent {
         return false;
