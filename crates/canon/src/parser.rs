@@ -303,9 +303,7 @@ impl<'a> Parser<'a> {
 
     fn digits(&mut self) -> usize {
         let start = self.pos;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.pos += 1;
-        }
+        self.pos = digits_end(self.bytes, start);
         self.pos - start
     }
 
@@ -474,7 +472,7 @@ impl<'a> Parser<'a> {
     /// (most are): nothing to check or decode, and neither profile escapes anything in it.
     /// Otherwise `None`, and `pos` has not moved. Returns in registers, where the full
     /// token's `Result` goes through memory.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn printable_string(&mut self) -> Option<&'a str> {
         debug_assert_eq!(self.peek(), Some(b'"'));
         let start = self.pos + 1;
@@ -605,6 +603,29 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// The first index at or after `i` that is not an ASCII digit; eight bytes at a time.
+#[inline(always)]
+pub(crate) fn digits_end(text: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = text.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        // A byte is a digit when its high nibble is 3 and its low one at most 9 (adding 6
+        // to it then stays below 16): a non-digit byte is non-zero here, with no carries.
+        let high = (w & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030;
+        let low = ((w & 0x0f0f_0f0f_0f0f_0f0f) + 0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0;
+        let not_digit = high | low;
+        if not_digit != 0 {
+            return i + (not_digit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while matches!(text.get(i), Some(b'0'..=b'9')) {
+        i += 1;
+    }
+    i
+}
+
 /// A string token at `open` made of printable ASCII and escapes, with at least one escape
 /// (how `json.dump` writes a state: `ensure_ascii` turns every non-ASCII char into `\u`):
 /// decoded into `out` (cleared first) in one scan, with where the text goes on after it and
@@ -698,19 +719,26 @@ fn hex4(digits: &[u8]) -> Option<u32> {
 /// Where the string whose text starts at `start` (after its opening quote) closes, if its
 /// text is one run of printable ASCII (0x20 to 0x7E, neither `"` nor `\\`): the index of its
 /// closing quote. `None` for anything else: an escape, a byte to validate or escape, a
-/// control character, no closing quote. Sixteen bytes at a time (eight without SSE2); most
-/// keys and short strings of a state close within their first sixteen.
+/// control character, no closing quote. Most keys and short strings of a state close within
+/// their first sixteen bytes.
 #[inline(always)]
 pub(crate) fn printable_string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    printable_run_end(bytes, start).filter(|&end| bytes[end] == b'"')
+}
+
+/// Where the run of plain string bytes from `start` ends (at a `"`, a `\\` or a control
+/// character), if every byte of it is printable ASCII; `None` if a byte of 0x7F or above
+/// comes first, or the text ends. Sixteen bytes at a time (eight without SSE2).
+#[inline(always)]
+pub(crate) fn printable_run_end(bytes: &[u8], start: usize) -> Option<usize> {
     let mut i = start;
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     while let Some(chunk) = bytes.get(i..i + 16) {
         let (ends, high) = sse2_run_lanes(chunk);
         if ends != 0 {
             let lanes = ends.trailing_zeros();
-            let end = i + lanes as usize;
             let clean = high & ((1u32 << lanes) - 1) == 0;
-            return (clean && bytes[end] == b'"').then_some(end);
+            return clean.then_some(i + lanes as usize);
         }
         if high != 0 {
             return None;
@@ -726,9 +754,8 @@ pub(crate) fn printable_string_end(bytes: &[u8], start: usize) -> Option<usize> 
         if end != 0 {
             // Bit 7 of the first lane that ends the run; the lanes below it are the run's.
             let lanes_bits = end.trailing_zeros() - 7;
-            let end_at = i + (lanes_bits / 8) as usize;
             let clean = not_printable & ((1u64 << lanes_bits) - 1) == 0;
-            return (clean && bytes[end_at] == b'"').then_some(end_at);
+            return clean.then_some(i + (lanes_bits / 8) as usize);
         }
         if not_printable != 0 {
             return None;
@@ -737,8 +764,8 @@ pub(crate) fn printable_string_end(bytes: &[u8], start: usize) -> Option<usize> 
     }
     while let Some(&b) = bytes.get(i) {
         match b {
-            b'"' => return Some(i),
-            b'\\' | 0..=0x1f | 0x7f.. => return None,
+            b'"' | b'\\' | 0..=0x1f => return Some(i),
+            0x7f.. => return None,
             _ => i += 1,
         }
     }

@@ -12,7 +12,9 @@
 //! sorted when it closes (its key order is kept anyway), and a duplicate shows as two equal
 //! neighbours.
 
-use crate::parser::{ascii_escaped_string, printable_string_end, NumberShape, Parser, StringToken};
+use crate::parser::{
+    ascii_escaped_string, digits_end, printable_string_end, NumberShape, Parser, StringToken,
+};
 use crate::stream::{python_verbatim_end, verbatim_number};
 use crate::writer::Num;
 use crate::{ParseError, ParseOptions};
@@ -509,29 +511,6 @@ fn skip_whitespace(text: &[u8], mut i: usize) -> usize {
         if b > b' ' || !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
             break;
         }
-        i += 1;
-    }
-    i
-}
-
-/// The first index at or after `i` that is not an ASCII digit; eight bytes at a time.
-#[inline(always)]
-fn digits_end(text: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = text.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        // A byte is a digit when its high nibble is 3 and its low one at most 9 (adding 6
-        // to it then stays below 16): a non-digit byte is non-zero here, with no carries.
-        let high = (w & 0xf0f0_f0f0_f0f0_f0f0) ^ 0x3030_3030_3030_3030;
-        let low = ((w & 0x0f0f_0f0f_0f0f_0f0f) + 0x0606_0606_0606_0606) & 0xf0f0_f0f0_f0f0_f0f0;
-        let not_digit = high | low;
-        if not_digit != 0 {
-            return i + (not_digit.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while matches!(text.get(i), Some(b'0'..=b'9')) {
         i += 1;
     }
     i

@@ -2,10 +2,10 @@
 //! parser's own code and the writer's number functions.
 
 use crate::escape::{jcs_string, python_string};
-use crate::parser::{NumberShape, Parser, StringToken};
+use crate::parser::{digits_end, printable_run_end, NumberShape, StringToken};
 use crate::sink::Out;
 use crate::writer::{jcs_number, python_number, Num};
-use crate::{ParseError, ParseOptions, Value};
+use crate::{ParseError, Value};
 
 use super::Canon;
 
@@ -72,12 +72,7 @@ impl Canon<'_> {
     fn verbatim_number(&mut self) -> bool {
         let bytes = self.p.bytes;
         let start = self.p.pos;
-        let digits = |mut i: usize| {
-            while matches!(bytes.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            i
-        };
+        let digits = |i: usize| digits_end(bytes, i);
         let int_start = start + usize::from(bytes.get(start) == Some(&b'-'));
         let int_end = match bytes.get(int_start) {
             Some(b'0') => int_start + 1,
@@ -189,23 +184,18 @@ impl Canon<'_> {
 /// `json.dump` writes every non-ASCII char of a state file. `None` for anything else, errors
 /// included (the caller reads such a string the general way).
 pub(crate) fn python_verbatim_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut p = Parser::new(bytes, ParseOptions::default());
-    p.pos = start + 1;
+    let mut at = start + 1;
     loop {
-        let (_, printable) = p.plain_run();
-        let i = p.pos;
-        if !printable {
-            return None;
-        }
+        let i = printable_run_end(bytes, at)?;
         match bytes.get(i) {
             Some(b'"') => return Some(i + 1),
             Some(b'\\') => match bytes.get(i + 1) {
-                Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => p.pos = i + 2,
+                Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => at = i + 2,
                 Some(b'u') => match bytes.get(i + 2..i + 6).and_then(lowercase_hex4) {
                     Some(0x08 | 0x09 | 0x0a | 0x0c | 0x0d) => return None,
-                    Some(0x00..=0x1f) => p.pos = i + 6,
+                    Some(0x00..=0x1f) => at = i + 6,
                     Some(0xd800..=0xdfff) => return None,
-                    Some(0x7f..) => p.pos = i + 6,
+                    Some(0x7f..) => at = i + 6,
                     _ => return None,
                 },
                 _ => return None,
