@@ -24,6 +24,7 @@
 mod duplicates;
 mod early;
 mod order;
+mod split;
 mod tokens;
 
 use std::cmp::Ordering;
@@ -38,6 +39,9 @@ use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
 use duplicates::duplicate_key;
 pub use early::EarlyWrite;
 use early::{Early, NoRestart};
+pub use split::canonicalize_early_parallel;
+#[doc(hidden)]
+pub use split::{canonicalize_split_from, Plan};
 use tokens::{copy_token, quoted};
 pub(crate) use tokens::{python_verbatim_end, verbatim_number};
 
@@ -90,45 +94,29 @@ fn run<W: EarlyWrite>(
     out: &mut W,
     early: bool,
 ) -> Result<(), CanonError> {
-    if options.max_depth > MAX_WRITE_DEPTH {
-        // Deeper than the writer goes: let the two-step path word that error.
-        let value = crate::parse_with(text, options)?;
-        return crate::write_value(&value, profile, out).map_err(|e| match e {
+    if let Some(result) = beyond_the_writers_depth(text, options, profile, out) {
+        return result;
+    }
+    Canon::new(text, *options, profile, early).finish(out)
+}
+
+/// Nesting allowed deeper than the writer goes: the two-step path words that error.
+fn beyond_the_writers_depth<W: io::Write>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+) -> Option<Result<(), CanonError>> {
+    if options.max_depth <= MAX_WRITE_DEPTH {
+        return None;
+    }
+    Some(match crate::parse_with(text, options) {
+        Err(e) => Err(e.into()),
+        Ok(value) => crate::write_value(&value, profile, out).map_err(|e| match e {
             crate::Error::Value(e) => CanonError::Value(e),
             crate::Error::Io(e) => CanonError::Io(e),
-        });
-    }
-    let mut c = Canon {
-        p: Parser::new(text, *options),
-        jcs: profile == Profile::Jcs,
-        allow_nan: profile == Profile::Python,
-        // Room for the whole document at once: the outermost object's members wait here, and
-        // growing a buffer of hundreds of MB by doubling copies it, and holds the old and the
-        // new one together, under an allocator that does not remap. Pages never written (a
-        // top-level array flushes every 64 KiB) are never resident.
-        buf: Vec::with_capacity(text.len().max(FLUSH_BYTES * 2)),
-        keys: Vec::new(),
-        members: Vec::new(),
-        frames: Vec::new(),
-        open_objects: 0,
-        scratch: String::new(),
-        order: Vec::new(),
-        orders: Vec::new(),
-        aside: Vec::new(),
-        early: Early::new(early),
-        error: None,
-        io_error: None,
-    };
-    c.document(out)?;
-    if let Some((path, mut e)) = c.error.take() {
-        e.pointer = pointer_of(&path);
-        return Err(CanonError::Value(*e));
-    }
-    c.flush(out);
-    match c.io_error {
-        Some(e) => Err(CanonError::Io(e)),
-        None => Ok(()),
-    }
+        }),
+    })
 }
 
 /// Pending bytes are handed to the writer in pieces of about this size, when no object is
@@ -167,6 +155,7 @@ impl KeyRef {
 /// Recorded when its key is read, so the member awaiting its value is always the last one
 /// (its object's members come after those of the objects around it, and the members of an
 /// object inside its value are gone when that object closes).
+#[derive(Clone, Copy)]
 struct Member {
     /// The key's first 8 bytes, big-endian, zero-padded: orders most keys in one compare.
     prefix: u64,
@@ -225,6 +214,71 @@ struct Canon<'a> {
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
     io_error: Option<io::Error>,
+    /// The main reader, when a helper reads a part of the text on another thread.
+    main: Option<split::Main<'a>>,
+    /// The helper: its outermost container is a guess, and it stops where that ends.
+    part: Option<split::Helper<'a>>,
+    /// The most containers open at once (with the helper's guessed one).
+    deepest: usize,
+}
+
+impl<'a> Canon<'a> {
+    fn new(text: &'a [u8], options: ParseOptions, profile: Profile, early: bool) -> Self {
+        // Room for the whole document at once: the outermost object's members wait here,
+        // and growing a buffer of hundreds of MB by doubling copies it, and holds the old
+        // and the new one together, under an allocator that does not remap. Pages never
+        // written (a top-level array flushes every 64 KiB) are never resident.
+        Self::with_buffer(
+            text,
+            options,
+            profile,
+            early,
+            text.len().max(FLUSH_BYTES * 2),
+        )
+    }
+
+    fn with_buffer(
+        text: &'a [u8],
+        options: ParseOptions,
+        profile: Profile,
+        early: bool,
+        buffer: usize,
+    ) -> Self {
+        Canon {
+            p: Parser::new(text, options),
+            jcs: profile == Profile::Jcs,
+            allow_nan: profile == Profile::Python,
+            buf: Vec::with_capacity(buffer),
+            keys: Vec::new(),
+            members: Vec::new(),
+            frames: Vec::new(),
+            open_objects: 0,
+            scratch: String::new(),
+            order: Vec::new(),
+            orders: Vec::new(),
+            aside: Vec::new(),
+            early: Early::new(early),
+            error: None,
+            io_error: None,
+            main: None,
+            part: None,
+            deepest: 0,
+        }
+    }
+
+    /// The whole document to `out`: its canonical bytes, or why not.
+    fn finish<W: EarlyWrite>(&mut self, out: &mut W) -> Result<(), CanonError> {
+        self.document(out)?;
+        if let Some((path, mut e)) = self.error.take() {
+            e.pointer = pointer_of(&path);
+            return Err(CanonError::Value(*e));
+        }
+        self.flush(out);
+        match self.io_error.take() {
+            Some(e) => Err(CanonError::Io(e)),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Canon<'_> {
@@ -256,6 +310,8 @@ impl Canon<'_> {
             match self.p.peek() {
                 Some(b'[' | b'{') => {
                     let open = self.p.open(self.frames.len())?;
+                    // Containers open with this one, empty or not (see `stream/split.rs`).
+                    self.deepest = self.deepest.max(self.frames.len() + 1);
                     if open == b'[' {
                         if self.p.peek() == Some(b']') {
                             self.p.pos += 1;
@@ -297,10 +353,15 @@ impl Canon<'_> {
                 self.p.skip_whitespace();
                 match self.frames.last_mut() {
                     None => return Ok(()),
-                    Some(Frame::Array(index)) => match self.p.peek() {
+                    Some(Frame::Array(_)) => match self.p.peek() {
                         Some(b',') => {
+                            if self.split_at_comma(out)? {
+                                continue;
+                            }
                             self.p.pos += 1;
-                            *index += 1;
+                            if let Some(Frame::Array(index)) = self.frames.last_mut() {
+                                *index += 1;
+                            }
                             self.buf.byte(b',');
                             if self.open_objects == 0 && self.buf.len() >= FLUSH_BYTES {
                                 self.flush(out);
@@ -308,6 +369,9 @@ impl Canon<'_> {
                             break;
                         }
                         Some(b']') => {
+                            if self.ends_the_part() {
+                                return Ok(());
+                            }
                             self.p.pos += 1;
                             self.frames.pop();
                             self.buf.byte(b']');
@@ -318,6 +382,9 @@ impl Canon<'_> {
                         self.member_done()?;
                         match self.p.peek() {
                             Some(b',') => {
+                                if self.split_at_comma(out)? {
+                                    continue;
+                                }
                                 self.p.pos += 1;
                                 self.p.skip_whitespace();
                                 self.buf.byte(b',');
@@ -328,6 +395,9 @@ impl Canon<'_> {
                                 break;
                             }
                             Some(b'}') => {
+                                if self.ends_the_part() {
+                                    return Ok(());
+                                }
                                 self.p.pos += 1;
                                 self.close_object(out)?;
                             }

@@ -7,8 +7,9 @@
 use std::io;
 
 use lockstep_canon::{
-    canonicalize, canonicalize_early, parse_with, to_vec, CanonError, Document, EarlyWrite, Number,
-    ParseOptions, Profile, Value,
+    canonicalize, canonicalize_early, canonicalize_early_parallel, canonicalize_split_from,
+    parse_with, to_vec, CanonError, Document, EarlyWrite, Number, ParseOptions, Plan, Profile,
+    Value,
 };
 
 struct Rng(u64);
@@ -713,4 +714,195 @@ fn records_of_one_shape() {
         counts[0] > 100 && counts[1] > 100 && counts[2] > 100,
         "{counts:?}"
     );
+}
+
+/// The split one pass's outcome (`canonicalize_split_from`, the helper's first guess at the
+/// first comma from `from`, any part taken, its guesses made first or on its own thread):
+/// what the writer holds since its last restart, and whether the main reader took the
+/// helper's part.
+fn split_pass(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    early: bool,
+    from: usize,
+    helper_first: bool,
+) -> (Result<Vec<u8>, String>, bool) {
+    let mut out = Recording::default();
+    let plan = Plan {
+        from,
+        min_part: 1,
+        helper_first,
+    };
+    let result = canonicalize_split_from(text, options, profile, &mut out, early, plan);
+    let taken = *result.as_ref().unwrap_or(&false);
+    (outcome(result.map(drop), out.bytes), taken)
+}
+
+/// The one pass on two threads (`stream/split.rs`) with the helper starting at every place
+/// of generated and mutated documents, in every profile, NaN setting and depth limit in
+/// turn: the bytes and errors are the two-step path's, and parts are taken often.
+#[test]
+fn split_anywhere_equals_parse_then_write() {
+    let mut rng = Rng(61);
+    let mut combos = Vec::new();
+    for profile in [Profile::Python, Profile::PythonStrict, Profile::Jcs] {
+        for allow_nan in [false, true] {
+            for max_depth in [256, 4] {
+                combos.push((profile, allow_nan, max_depth));
+            }
+        }
+    }
+    let (mut runs, mut taken) = (0usize, 0usize);
+    for k in 0..600 {
+        let mut text = String::new();
+        gen(&mut rng, 0, &mut text);
+        let text = if k % 3 == 2 {
+            mutate(&mut rng, text.as_bytes())
+        } else {
+            text.into_bytes()
+        };
+        for from in 0..text.len() {
+            let (profile, allow_nan, max_depth) = combos[(k + from) % combos.len()];
+            let options = ParseOptions {
+                max_depth,
+                allow_nan,
+            };
+            let want = two_step(&text, &options, profile);
+            let early = (k + from) % 2 == 0;
+            // On two threads now and then: the same outcome, whoever is first.
+            for helper_first in [true, false] {
+                if !helper_first && (k + from) % 5 != 0 {
+                    continue;
+                }
+                let (got, was_taken) =
+                    split_pass(&text, &options, profile, early, from, helper_first);
+                assert_eq!(
+                    got,
+                    want,
+                    "split from {from}, early={early}, helper_first={helper_first}, {profile} \
+                     allow_nan={allow_nan} max_depth={max_depth} on {:?}",
+                    String::from_utf8_lossy(&text)
+                );
+                if helper_first {
+                    runs += 1;
+                    taken += usize::from(was_taken);
+                }
+            }
+        }
+    }
+    // The helper's part is taken at thousands of places (not everywhere: half the documents
+    // are one scalar, and a comma in a string, a root object of the early writes, a part
+    // with an error, a place after the last comma take none). The runs are deterministic
+    // (the helper guesses first), so this count is too.
+    assert!(taken > 1500, "{taken} parts taken in {runs} runs");
+}
+
+/// Large documents split as `canonicalize_early_parallel` splits them (from the middle, a
+/// part of at least a quarter of the rest): the part is taken for a state's hosts in order
+/// or not, an array of records and a top-level array, and what breaks the seam (a duplicate
+/// key across it, nesting too deep, a value without a canonical form, an error) gives the
+/// two-step path's outcome.
+#[test]
+fn large_documents_split_in_the_middle() {
+    let record = |i: usize| {
+        format!(
+            "{{\"ip\":\"10.0.{}.{}\",\"ports\":[22,{i}],\"risk\":0.{i}5}}",
+            i / 256 % 256,
+            i % 256
+        )
+    };
+    let map = |keys: &[usize]| {
+        let members: Vec<String> = keys
+            .iter()
+            .map(|&i| format!("\"host-{i:06}\":{}", record(i)))
+            .collect();
+        format!(
+            "{{\"step\":1,\"hosts\":{{{}}},\"seed\":2}}",
+            members.join(",")
+        )
+    };
+    let n = 20_000;
+    let in_order: Vec<usize> = (0..n).collect();
+    let reversed: Vec<usize> = (0..n).rev().collect();
+    let root_map = |keys: &[usize]| {
+        let members: Vec<String> = keys
+            .iter()
+            .map(|&i| format!("\"host-{i:06}\":{}", record(i)))
+            .collect();
+        format!("{{{}}}", members.join(","))
+    };
+    // A key of the first half again in the second: in keys in order (the object turns out
+    // of order at the seam) and reversed (its keys were checked as they came).
+    let mut repeated = in_order.clone();
+    repeated[n * 3 / 4] = n / 4;
+    let mut reversed_repeated = reversed.clone();
+    reversed_repeated[n * 3 / 4] = reversed[n / 4];
+    // The last host gets a member three arrays deep: six levels in all, which the helper reads
+    // within a limit of 5 (it starts two levels down) and the main reader refuses.
+    let deep_in_part = map(&in_order).replacen("}},\"seed\"", ",\"z\":[[[1]]]}},\"seed\"", 1);
+    let records: Vec<String> = (0..n).map(record).collect();
+    let numbers: Vec<String> = (0..100_000).map(|i| format!("{i}.5")).collect();
+    let cases = [
+        (map(&in_order), true),
+        (map(&reversed), true),
+        (map(&repeated), false),
+        (map(&reversed_repeated), false),
+        (root_map(&in_order), true),
+        (root_map(&reversed), true),
+        (format!("{{\"rows\":[{}]}}", records.join(",")), true),
+        (format!("[{}]", numbers.join(",")), true),
+        (format!("[{},NaN,0]", numbers.join(",")), false),
+        (format!("[{},[1,]]", numbers.join(",")), false),
+        (deep_in_part, true),
+    ];
+    for (case, (text, splits)) in cases.into_iter().enumerate() {
+        let from = text.len() / 2;
+        let min_part = (text.len() - from) / 4;
+        for (profile, max_depth) in [
+            (Profile::Python, 256),
+            (Profile::Jcs, 256),
+            (Profile::Python, 5),
+        ] {
+            let options = ParseOptions {
+                max_depth,
+                allow_nan: false,
+            };
+            let want = two_step(text.as_bytes(), &options, profile);
+            for (early, helper_first) in [(true, true), (false, true), (true, false)] {
+                let mut out = Recording::default();
+                let plan = Plan {
+                    from,
+                    min_part,
+                    helper_first,
+                };
+                let result = canonicalize_split_from(
+                    text.as_bytes(),
+                    &options,
+                    profile,
+                    &mut out,
+                    early,
+                    plan,
+                );
+                let taken = *result.as_ref().unwrap_or(&false);
+                let got = outcome(result.map(drop), out.bytes);
+                let head = String::from_utf8_lossy(&text.as_bytes()[..60]);
+                assert_eq!(
+                    got, want,
+                    "{profile} max_depth={max_depth} early={early} on {head}"
+                );
+                // Whether the part is taken depends on the threads' timing, but for a helper
+                // that guessed first.
+                if max_depth == 256 && helper_first {
+                    assert_eq!(
+                        taken, splits,
+                        "case {case}, {profile} early={early} on {head}"
+                    );
+                }
+            }
+            let mut out = Recording::default();
+            let result = canonicalize_early_parallel(text.as_bytes(), &options, profile, &mut out);
+            assert_eq!(outcome(result, out.bytes), want, "parallel, {profile}");
+        }
+    }
 }

@@ -113,7 +113,8 @@ pub const BACKGROUND_HASH_BYTES: usize = 256 * 1024;
 
 /// The SHA-256 of the canonical bytes of the JSON `text` in `profile`, as lowercase hex,
 /// and how many canonical bytes that was: in one pass, without a tree of the document
-/// (`lockstep_canon::canonicalize`), hashed on another thread when the text is large.
+/// (`lockstep_canon::canonicalize`), hashed on another thread when the text is large, and
+/// its second half read on a third from 1 MiB (`canonicalize_early_parallel`).
 pub fn digest_text(
     text: &[u8],
     options: &ParseOptions,
@@ -122,7 +123,8 @@ pub fn digest_text(
     if text.len() >= BACKGROUND_HASH_BYTES {
         // A system that cannot start a thread still gets its digest, on this one.
         if let Ok(mut hasher) = BackgroundHashWriter::new() {
-            lockstep_canon::canonicalize_early(text, options, profile, &mut hasher)?;
+            // From 1 MiB the text itself is read on two threads as well.
+            lockstep_canon::canonicalize_early_parallel(text, options, profile, &mut hasher)?;
             let bytes = hasher.bytes_written();
             return Ok((hasher.finish_hex()?, bytes));
         }

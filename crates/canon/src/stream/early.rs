@@ -108,10 +108,15 @@ impl Canon<'_> {
     /// smallest so far, its member is the new guess.
     #[cold]
     pub(super) fn early_root_key<W: EarlyWrite>(&mut self, out: &mut W) {
+        self.early_root_member(self.members.len() - 1, out);
+    }
+
+    /// Root member `new` (the last read, or one of a part taken whole, `stream/split.rs`):
+    /// if its key is the smallest so far, it is the new guess.
+    pub(super) fn early_root_member<W: EarlyWrite>(&mut self, new: usize, out: &mut W) {
         let Some(Frame::Object(root)) = self.frames.first() else {
             return;
         };
-        let new = self.members.len() - 1;
         if let Some(smallest) = self.early.smallest {
             let (a, b) = (&self.members[new], &self.members[smallest]);
             if Self::member_cmp(!root.astral, self.p.bytes, &self.keys, a, b).is_ge() {

@@ -1,0 +1,502 @@
+//! The one pass on two threads: a helper reads the second half of a large text while the
+//! main reader reads the first, and the main reader takes the helper's canonical text when
+//! it arrives where the helper started.
+//!
+//! Why: on a machine with a second core, reading the text is the whole cost of a
+//! fingerprint once SHA-256 runs beside it (`lockstep::background_hash`), and halving it is
+//! what a second core can give.
+//!
+//! How the helper starts without knowing where it is: from the middle of the text it takes
+//! the first `,` and guesses that it separates two members of an object (a key and `:`
+//! follow it) or two elements of an array (anything else follows). It publishes that comma
+//! as its candidate, and reads on from it as the one pass would read inside that container,
+//! until the container's closing bracket: that is a part (its members' or elements'
+//! canonical text, its keys, whether they came in order, how deep it went). A part that
+//! ends soon (a short record) is dropped and the helper climbs: the first comma after it
+//! is in the container around it. A guess that meets an error (the comma was inside a
+//! string, say) is dropped too, and the helper tries the next comma.
+//!
+//! Why the bytes cannot move: the main reader takes a part only where it stands at that
+//! very comma after a complete member or element of a container of the guessed kind, so the
+//! comma is structural and the helper's reading of what follows is the main reader's own
+//! (the same lexer from the same byte). Everything that depends on what came before is
+//! checked when the part is taken: the nesting depth, the key order across the seam, and
+//! duplicate keys among all the object's members (a duplicate, a value without a canonical
+//! form or an error in the part: the part is not taken, and the main reader reads on
+//! itself, meeting them as it always does). A part is not taken into the root object of
+//! [`canonicalize_early`](crate::canonicalize_early), whose members the early writes follow
+//! one by one.
+//!
+//! The cost is the part's canonical text held until it is taken, so a text is split only up
+//! to [`SPLIT_MAX`] bytes.
+
+use std::collections::HashSet;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread;
+
+use super::{
+    beyond_the_writers_depth, early::NoRestart, Canon, CanonError, EarlyWrite, Frame, Member, Obj,
+    DECODED, SCAN_MEMBERS,
+};
+use crate::{ParseError, ParseOptions, Profile};
+
+/// Texts from this size are read on two threads by [`canonicalize_early_parallel`]: below
+/// it, starting a thread costs more than it can save.
+pub const SPLIT_MIN: usize = 1 << 20;
+
+/// Texts above this size are read on one thread: the helper's part waits in memory until
+/// it is taken, which would add half the text's size to the one pass's memory.
+pub const SPLIT_MAX: usize = 64 << 20;
+
+/// How many guesses the helper makes before it gives up.
+const GUESSES: usize = 64;
+
+/// As [`canonicalize_early`](crate::canonicalize_early), with a helper thread reading the
+/// second half of a text of [`SPLIT_MIN`] to [`SPLIT_MAX`] bytes: the same bytes, the same
+/// errors, and the same early writes, in about half the time on a machine with a core to
+/// spare. Smaller and larger texts are read on this thread.
+pub fn canonicalize_early_parallel<W: EarlyWrite>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+) -> Result<(), CanonError> {
+    if !(SPLIT_MIN..=SPLIT_MAX).contains(&text.len()) {
+        return super::canonicalize_early(text, options, profile, out);
+    }
+    let from = text.len() / 2;
+    let plan = Plan {
+        from,
+        // A part shorter than this is a record inside the container worth splitting.
+        min_part: (text.len() - from) / 4,
+        helper_first: false,
+    };
+    run_split(text, options, profile, out, true, plan).map(drop)
+}
+
+/// Where and how the helper reads.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// Its first guess is at the first comma from here.
+    pub from: usize,
+    /// It takes a part of at least this many bytes of text.
+    pub min_part: usize,
+    /// It makes all its guesses before the main reader starts, on the same thread: a run
+    /// whose outcome does not depend on how the threads are scheduled (for tests).
+    pub helper_first: bool,
+}
+
+/// The split one pass as [`Plan`] says; returns whether the main reader took a part. For
+/// tests, which split every document at every place.
+#[doc(hidden)]
+pub fn canonicalize_split_from<W: EarlyWrite>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+    early: bool,
+    plan: Plan,
+) -> Result<bool, CanonError> {
+    run_split(text, options, profile, out, early, plan)
+}
+
+fn run_split<W: EarlyWrite>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+    early: bool,
+    plan: Plan,
+) -> Result<bool, CanonError> {
+    if let Some(result) = beyond_the_writers_depth(text, options, profile, out) {
+        return result.map(|()| false);
+    }
+    let shared = Shared {
+        candidate: AtomicUsize::new(usize::MAX),
+        cancel: AtomicBool::new(false),
+    };
+    let (send, outcomes) = mpsc::channel();
+    let options = *options;
+    thread::scope(|s| {
+        let shared = &shared;
+        let helping = if plan.helper_first {
+            help(text, options, profile, shared, send, plan);
+            true
+        } else {
+            thread::Builder::new()
+                .name("canon-part".into())
+                .spawn_scoped(s, move || help(text, options, profile, shared, send, plan))
+                .is_ok()
+        };
+        let mut c = Canon::new(text, options, profile, early);
+        if helping {
+            c.main = Some(Main {
+                shared,
+                outcomes,
+                taken: false,
+            });
+        }
+        let result = c.finish(out);
+        // The helper may still be guessing: it stops at its next comma.
+        shared.cancel.store(true, Atomic::Relaxed);
+        let taken = c.main.as_ref().is_some_and(|m| m.taken);
+        result.map(|()| taken)
+    })
+}
+
+/// What the two threads share.
+struct Shared {
+    /// The comma the helper's current guess starts after (`usize::MAX`: none yet).
+    candidate: AtomicUsize,
+    /// The main reader no longer needs the helper.
+    cancel: AtomicBool,
+}
+
+/// The main reader's side.
+pub(super) struct Main<'a> {
+    shared: &'a Shared,
+    /// One per candidate the helper published, in that order.
+    outcomes: Receiver<Outcome>,
+    taken: bool,
+}
+
+/// The helper's side, in its [`Canon`].
+pub(super) struct Helper<'a> {
+    shared: &'a Shared,
+    /// Where its guessed container's closing bracket is, once read.
+    end: Option<usize>,
+}
+
+/// What the helper found after a candidate comma: a part, or nothing to take.
+struct Outcome {
+    comma: usize,
+    part: Option<Part>,
+}
+
+/// The members (or elements) of a container from just after a comma to its end, as the one
+/// pass writes them.
+struct Part {
+    object: bool,
+    /// Their canonical text, with the commas between them.
+    buf: Vec<u8>,
+    /// An object's members (keys, and where each one's text is in `buf`).
+    members: Vec<Member>,
+    /// The decoded keys that members' keys point into.
+    keys: Vec<u8>,
+    /// Its keys came in the profile's order; an astral key came.
+    sorted: bool,
+    astral: bool,
+    /// Where the closing bracket is.
+    end: usize,
+    /// The most containers open at once, the guessed one counted.
+    deepest: usize,
+}
+
+impl Canon<'_> {
+    /// At a `,` of the innermost container: whether a part of the helper's was taken there
+    /// (and that container closed); for the helper itself, whether to give up.
+    #[inline(always)]
+    pub(super) fn split_at_comma<W: EarlyWrite>(
+        &mut self,
+        out: &mut W,
+    ) -> Result<bool, ParseError> {
+        if let Some(main) = &self.main {
+            if main.shared.candidate.load(Atomic::Acquire) == self.p.pos {
+                return self.take_part(out);
+            }
+        } else if self.part.is_some() && self.frames.len() == 1 {
+            self.helper_comma()?;
+        }
+        Ok(false)
+    }
+
+    /// The helper between two members of its guessed container: stops when not needed.
+    #[cold]
+    fn helper_comma(&self) -> Result<(), ParseError> {
+        match &self.part {
+            Some(part) if part.shared.cancel.load(Atomic::Relaxed) => Err(ParseError {
+                line: 0,
+                column: 0,
+                message: "no longer needed".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// At a closing bracket: whether it ends the helper's guessed container (then the
+    /// helper's reading is done).
+    #[inline(always)]
+    pub(super) fn ends_the_part(&mut self) -> bool {
+        match &mut self.part {
+            Some(part) if self.frames.len() == 1 => {
+                part.end = Some(self.p.pos);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// At the helper's candidate comma: waits for what it found there, and takes the part
+    /// if it fits here: then the container is closed and `pos` is after it.
+    #[cold]
+    #[inline(never)]
+    fn take_part<W: EarlyWrite>(&mut self, out: &mut W) -> Result<bool, ParseError> {
+        let comma = self.p.pos;
+        let Some(main) = &self.main else {
+            return Ok(false);
+        };
+        let part = loop {
+            match main.outcomes.recv() {
+                Ok(outcome) if outcome.comma == comma => break outcome.part,
+                // An earlier guess.
+                Ok(_) => continue,
+                // The helper stopped (it gave up, or could not start).
+                Err(_) => break None,
+            }
+        };
+        let Some(part) = part else {
+            return Ok(false);
+        };
+        let object = match self.frames.last() {
+            Some(Frame::Object(_)) => true,
+            Some(Frame::Array(_)) => false,
+            None => return Ok(false),
+        };
+        // The part's containers sit under this one's: a container opened in the part with
+        // `k` of its own open around it is `frames.len() - 1 + k` deep here.
+        let too_deep = self.frames.len() + part.deepest - 2 >= self.p.options.max_depth;
+        if part.object != object || too_deep {
+            return Ok(false);
+        }
+        if object {
+            let seam = self.members.len();
+            if !self.take_members(&part) {
+                return Ok(false);
+            }
+            if self.early.on && self.frames.len() == 1 {
+                // The root's members, which the early writes follow one by one: the part's
+                // may hold a smaller key than the guess.
+                for new in seam..self.members.len() {
+                    self.early_root_member(new, out);
+                }
+            }
+            self.p.pos = part.end + 1;
+            self.close_object(out)?;
+        } else {
+            // The array closes right here, so its element index is not needed again.
+            self.buf.push(b',');
+            self.buf.extend_from_slice(&part.buf);
+            self.p.pos = part.end + 1;
+            self.frames.pop();
+            self.buf.push(b']');
+        }
+        if let Some(main) = &mut self.main {
+            main.taken = true;
+        }
+        Ok(true)
+    }
+
+    /// Appends a part's members to the innermost object's, if the object stays what the one
+    /// pass would have made of them: in order across the seam or not, and with no key twice
+    /// where duplicates are checked as they come. Otherwise leaves everything as it was.
+    fn take_members(&mut self, part: &Part) -> bool {
+        let (buf_len, members_len, keys_len) =
+            (self.buf.len(), self.members.len(), self.keys.len());
+        self.buf.push(b',');
+        let base = self.buf.len();
+        self.buf.extend_from_slice(&part.buf);
+        self.keys.extend_from_slice(&part.keys);
+        self.members.extend(part.members.iter().map(|m| {
+            let mut m = *m;
+            m.text_start += base;
+            m.text_end += base;
+            if m.key.start & DECODED != 0 {
+                m.key.start += keys_len;
+                m.key.end += keys_len;
+            }
+            m
+        }));
+        if self.settle_members(members_len, part) {
+            return true;
+        }
+        self.buf.truncate(buf_len);
+        self.members.truncate(members_len);
+        self.keys.truncate(keys_len);
+        false
+    }
+
+    /// The innermost object's order and duplicate state with the part's members (from
+    /// `seam` on) appended; `false` when the part cannot be taken.
+    fn settle_members(&mut self, seam: usize, part: &Part) -> bool {
+        let inside_root = self.frames.len() > 1;
+        let Some(Frame::Object(obj)) = self.frames.last_mut() else {
+            return false;
+        };
+        let (input, keys, members) = (self.p.bytes, &self.keys[..], &self.members[..]);
+        if seam <= obj.first_member || seam >= members.len() {
+            return false;
+        }
+        let astral = obj.astral || part.astral;
+        let across = Self::member_cmp(!astral, input, keys, &members[seam - 1], &members[seam]);
+        let sorted = obj.sorted && part.sorted && across.is_lt();
+        if !sorted {
+            let key = |m: &Member| m.key.bytes(input, keys);
+            if let Some(seen) = &mut obj.seen {
+                // The object's earlier keys were checked as they came; the part's must be
+                // new and unique.
+                let mut fresh = HashSet::new();
+                for m in &members[seam..] {
+                    if seen.contains(key(m)) || !fresh.insert(key(m)) {
+                        return false;
+                    }
+                }
+                seen.extend(fresh.into_iter().map(Box::from));
+            } else if members.len() - obj.first_member > SCAN_MEMBERS {
+                // Beyond the scan limit the keys are checked as they come: all of them now.
+                let mut all = HashSet::new();
+                for m in &members[obj.first_member..] {
+                    if !all.insert(key(m)) {
+                        return false;
+                    }
+                }
+                obj.seen = Some(all.into_iter().map(Box::from).collect());
+            }
+            // Else checked when the object closes, as any short object's.
+        }
+        if obj.sorted && !sorted && inside_root {
+            self.early.unsorted(obj.start);
+        }
+        obj.sorted = sorted;
+        obj.astral = astral;
+        true
+    }
+}
+
+/// The helper: guesses from the first comma at or after `plan.from` until it reads a part
+/// of at least `plan.min_part` bytes of text, and reports each guess's outcome.
+fn help(
+    text: &[u8],
+    options: ParseOptions,
+    profile: Profile,
+    shared: &Shared,
+    outcomes: Sender<Outcome>,
+    plan: Plan,
+) {
+    let mut at = plan.from;
+    for _ in 0..GUESSES {
+        if shared.cancel.load(Atomic::Relaxed) {
+            return;
+        }
+        let Some(comma) = text
+            .get(at..)
+            .and_then(|rest| rest.iter().position(|&b| b == b','))
+            .map(|k| at + k)
+        else {
+            return;
+        };
+        shared.candidate.store(comma, Atomic::Release);
+        let part = read_part(text, options, profile, shared, comma);
+        let (next, part) = match part {
+            Some(part) if part.end - comma >= plan.min_part => (None, Some(part)),
+            // A short container: the first comma after it is in the one around it.
+            Some(part) => (Some(part.end + 1), None),
+            None => (Some(comma + 1), None),
+        };
+        if outcomes.send(Outcome { comma, part }).is_err() {
+            return;
+        }
+        match next {
+            Some(next) => at = next,
+            None => return,
+        }
+    }
+}
+
+/// Reads on from `comma` as the one pass reads inside the container the comma is guessed
+/// to be in, to that container's end; `None` when the guess meets anything it cannot
+/// take: an error, a value without a canonical form, the end of the text.
+fn read_part(
+    text: &[u8],
+    options: ParseOptions,
+    profile: Profile,
+    shared: &Shared,
+    comma: usize,
+) -> Option<Part> {
+    let object = member_follows(text, comma);
+    // Room for the rest of the text, as the main reader has for all of it (pages never
+    // written are never resident; growing by doubling would copy the part).
+    let mut c = Canon::with_buffer(text, options, profile, false, text.len() - comma);
+    c.p.pos = comma + 1;
+    c.part = Some(Helper { shared, end: None });
+    // Nothing is handed to a writer: it all waits for the main reader.
+    c.open_objects = 1;
+    c.frames.push(if object {
+        Frame::Object(Obj {
+            start: 0,
+            first_member: 0,
+            keys_start: 0,
+            sorted: true,
+            astral: false,
+            seen: None,
+        })
+    } else {
+        Frame::Array(0)
+    });
+    c.deepest = 1;
+    let mut nowhere = io::sink();
+    let mut out = NoRestart(&mut nowhere);
+    let read = if object {
+        c.p.skip_whitespace();
+        c.key(0).and_then(|()| c.value(&mut out))
+    } else {
+        c.value(&mut out)
+    };
+    let end = c.part.as_ref().and_then(|h| h.end);
+    if read.is_err() || c.error.is_some() {
+        return None;
+    }
+    let end = end?;
+    let (sorted, astral) = match c.frames.first() {
+        Some(Frame::Object(obj)) => (obj.sorted, obj.astral),
+        Some(Frame::Array(_)) => (true, false),
+        None => return None,
+    };
+    Some(Part {
+        object,
+        buf: c.buf,
+        members: c.members,
+        keys: c.keys,
+        sorted,
+        astral,
+        end,
+        deepest: c.deepest,
+    })
+}
+
+/// Whether what follows the `,` at `comma` reads as an object member: a string, then `:`.
+/// (After a comma that separates values, only an object's key is followed by `:`.)
+fn member_follows(text: &[u8], comma: usize) -> bool {
+    let ws = |i: usize| {
+        let mut i = i;
+        while matches!(text.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(comma + 1);
+    if text.get(i) != Some(&b'"') {
+        return false;
+    }
+    i += 1;
+    while let Some(&b) = text.get(i) {
+        match b {
+            b'"' => return text.get(ws(i + 1)) == Some(&b':'),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    false
+}
