@@ -16,6 +16,8 @@
 //! anything inside its last one), and in an object, the first complete member that repeats
 //! a key.
 
+use std::collections::HashSet;
+
 use super::{Canon, Frame, Member, Parser};
 use crate::ParseError;
 
@@ -48,16 +50,17 @@ impl Canon<'_> {
         None
     }
 
-    /// The first complete member of `members` whose key an earlier one has.
+    /// The first complete member of `members` whose key an earlier one has: one pass in
+    /// text order with a set of the keys met (a large object that turns out of order late
+    /// is searched here whole; comparing every pair of 100,000 members took seconds).
     fn first_repeat(&self, members: &[Member]) -> Option<ParseError> {
         let input = self.p.bytes;
         let key = |m: &Member| m.key.bytes(input, &self.keys);
-        let complete = |m: &&Member| m.text_end > m.text_start;
-        for (j, member) in members.iter().enumerate().filter(|(_, m)| complete(m)) {
-            let repeats = members[..j]
-                .iter()
-                .any(|m| m.prefix == member.prefix && key(m) == key(member));
-            if repeats {
+        let mut met = HashSet::with_capacity(members.len());
+        for member in members {
+            // Only the last member of an object can be incomplete: nothing comes after it.
+            let complete = member.text_end > member.text_start;
+            if !met.insert(key(member)) && complete {
                 return Some(duplicate_key(&self.p, member, key(member)));
             }
         }
