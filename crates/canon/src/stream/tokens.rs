@@ -13,7 +13,7 @@ impl Canon<'_> {
     /// As the parser's `parse_scalar`, writing the token. The common tokens (a printable
     /// string, a literal, a number whose text is canonical) are written here; the rest and
     /// every error go through the parser's own code.
-    #[inline]
+    #[inline(always)]
     pub(super) fn scalar(&mut self) -> Result<(), ParseError> {
         let written = match self.p.peek() {
             Some(b'"') => {
