@@ -729,6 +729,10 @@ pub(crate) fn printable_string_end(bytes: &[u8], start: usize) -> Option<usize> 
 /// Where the run of plain string bytes from `start` ends (at a `"`, a `\\` or a control
 /// character), if every byte of it is printable ASCII; `None` if a byte of 0x7F or above
 /// comes first, or the text ends. Sixteen bytes at a time (eight without SSE2).
+///
+/// [`Parser::plain_run`]'s scan, but stopping at the first wide byte and answering in
+/// registers: one generic scan for both measured 3.5% more instructions for the `Document`
+/// parse of the bench state, whose every key and most strings come here.
 #[inline(always)]
 pub(crate) fn printable_run_end(bytes: &[u8], start: usize) -> Option<usize> {
     let mut i = start;

@@ -342,17 +342,8 @@ impl Builder<'_> {
         if let Some((end, verbatim)) =
             ascii_escaped_string(text, i, self.options, &mut self.scratch)
         {
-            let start = self.decoded.len() as u32;
-            self.decoded.push_str(&self.scratch);
-            let raw = u16::try_from(end - i).ok().filter(|_| verbatim);
-            self.push(Entry {
-                tag,
-                flags: DECODED | if raw.is_some() { PY_RAW } else { 0 },
-                raw: raw.unwrap_or(0),
-                len: self.scratch.len() as u32,
-                a: start,
-                b: i as u32,
-            });
+            let entry = self.decoded_entry(tag, i, end, verbatim);
+            self.push(entry);
             return Ok(end);
         }
         let mut p = Parser::new(text, self.options);
@@ -367,24 +358,29 @@ impl Builder<'_> {
                 b: i as u32,
             },
             StringToken::Decoded => {
-                let start = self.decoded.len() as u32;
-                self.decoded.push_str(&self.scratch);
-                let token = &text[i..p.pos];
-                let raw = u16::try_from(token.len())
-                    .ok()
-                    .filter(|_| python_verbatim_end(token, 0) == Some(token.len()));
-                Entry {
-                    tag,
-                    flags: DECODED | if raw.is_some() { PY_RAW } else { 0 },
-                    raw: raw.unwrap_or(0),
-                    len: self.scratch.len() as u32,
-                    a: start,
-                    b: i as u32,
-                }
+                let verbatim = python_verbatim_end(text, i) == Some(p.pos);
+                self.decoded_entry(tag, i, p.pos, verbatim)
             }
         };
         self.push(entry);
         Ok(p.pos)
+    }
+
+    /// The entry of the string decoded into `scratch` from the token `i..end`: its UTF-8
+    /// appended to `decoded`, flagged [`PY_RAW`] when `verbatim` (the token is its python
+    /// canonical text) and short enough for `raw`.
+    fn decoded_entry(&mut self, tag: Tag, i: usize, end: usize, verbatim: bool) -> Entry {
+        let start = self.decoded.len() as u32;
+        self.decoded.push_str(&self.scratch);
+        let raw = u16::try_from(end - i).ok().filter(|_| verbatim);
+        Entry {
+            tag,
+            flags: DECODED | if raw.is_some() { PY_RAW } else { 0 },
+            raw: raw.unwrap_or(0),
+            len: self.scratch.len() as u32,
+            a: start,
+            b: i as u32,
+        }
     }
 
     /// The literal `word` at `i`.

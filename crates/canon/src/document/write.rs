@@ -185,9 +185,9 @@ impl Walk<'_, '_> {
     }
 
     /// The value `e` (entry `index`, inside `depth` containers) written into `room` from
-    /// `at`: a token copied, or a container opened (with its level when it has contents). Returns where the room's
-    /// bytes end; `Err` for a value that takes the tree writer's functions
-    /// ([`Walk::slow_value`]).
+    /// `at`: a token copied, or a container opened (with its level when it has contents).
+    /// Returns where the room's bytes end; `Err` for a value that takes the tree writer's
+    /// functions ([`Walk::slow_value`]).
     #[inline(always)]
     fn value(
         &mut self,

@@ -73,7 +73,7 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
         min_part: (text.len() - from) / 4,
         helper_first: false,
     };
-    run_split(text, options, profile, out, true, plan).map(drop)
+    canonicalize_split_from(text, options, profile, out, true, plan).map(drop)
 }
 
 /// Where and how the helper reads.
@@ -93,17 +93,6 @@ pub struct Plan {
 /// tests, which split every document at every place.
 #[doc(hidden)]
 pub fn canonicalize_split_from<W: EarlyWrite>(
-    text: &[u8],
-    options: &ParseOptions,
-    profile: Profile,
-    out: &mut W,
-    early: bool,
-    plan: Plan,
-) -> Result<bool, CanonError> {
-    run_split(text, options, profile, out, early, plan)
-}
-
-fn run_split<W: EarlyWrite>(
     text: &[u8],
     options: &ParseOptions,
     profile: Profile,
