@@ -202,12 +202,13 @@ fn a_large_file_is_fingerprinted_as_its_bytes_on_stdin() {
 
 /// A state file of hosts (large, keys out of order in every record, the largest member last
 /// and first in key order) is hashed on a second thread while it is read
-/// (docs/canonical-json.md, "Sixth round"): the digest is still the SHA-256 of exactly what
-/// `lockstep canon` prints, and an error found after bytes were hashed is still reported.
+/// (docs/canonical-json.md, "Sixth round"), and read on two from 1 MiB ("Eighth round"):
+/// the digest is still the SHA-256 of exactly what `lockstep canon` prints, and an error
+/// found after bytes were hashed is still reported.
 #[test]
 fn a_large_state_hashed_while_it_is_read_has_the_digest_of_its_canonical_bytes() {
     use sha2::Digest as _;
-    let hosts: Vec<String> = (0..8000)
+    let hosts: Vec<String> = (0..20_000)
         .map(|i| {
             format!(
                 "\"host-{i:05}\": {{\"os\": \"linux\", \"ip\": \"10.0.{}.{}\", \"load\": [{i}.25, 0.5], \
@@ -222,7 +223,7 @@ fn a_large_state_hashed_while_it_is_read_has_the_digest_of_its_canonical_bytes()
         "{{\"step\": 3, \"seed\": 7, \"hosts\": {{{}}}}}",
         hosts.join(", ")
     );
-    assert!(text.len() > 512 * 1024, "{} bytes", text.len());
+    assert!(text.len() > 2 << 20, "{} bytes", text.len());
     let dir = tempfile::tempdir().unwrap();
     let path = file(&dir, "state.json", text.as_bytes());
     for profile in ["python", "jcs"] {
