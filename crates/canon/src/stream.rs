@@ -28,7 +28,6 @@ mod split;
 mod tokens;
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 use std::io;
 
 use crate::escape::{jcs_string, python_string};
@@ -36,7 +35,6 @@ use crate::parser::{Parser, StringToken};
 use crate::sink::Out;
 use crate::writer::cmp_utf16;
 use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
-use duplicates::duplicate_key;
 pub use early::EarlyWrite;
 use early::{Early, NoRestart};
 pub use split::canonicalize_early_parallel;
@@ -123,11 +121,6 @@ fn beyond_the_writers_depth<W: io::Write>(
 /// open.
 const FLUSH_BYTES: usize = 64 * 1024;
 
-/// Up to this many members, an object whose keys came out of order is checked for
-/// duplicates when it closes, in its key order (see `stream/duplicates.rs`); beyond it, each
-/// key as it comes, by a hash set (membership only: its order reaches nothing).
-const SCAN_MEMBERS: usize = 32;
-
 /// Where a key's decoded UTF-8 is: in the input itself when the key had no escape (nothing
 /// is copied), else in `keys` (`start` then has [`DECODED`] set). Plain words only: members
 /// are built and read on the hot path, where a flag byte beside them would cost more than
@@ -176,7 +169,6 @@ struct Obj {
     sorted: bool,
     /// A key has an astral char, whose UTF-16 order (profile jcs) is not its byte order.
     astral: bool,
-    seen: Option<HashSet<Box<[u8]>>>,
 }
 
 enum Frame {
@@ -334,7 +326,6 @@ impl Canon<'_> {
                             keys_start: self.keys.len(),
                             sorted: true,
                             astral: false,
-                            seen: None,
                         }));
                         self.key(start)?;
                         if self.early.on && self.frames.len() == 1 {
@@ -379,7 +370,7 @@ impl Canon<'_> {
                         _ => return Err(self.p.expected("',' or ']' in an array")),
                     },
                     Some(Frame::Object(_)) => {
-                        self.member_done()?;
+                        self.member_done();
                         match self.p.peek() {
                             Some(b',') => {
                                 if self.split_at_comma(out)? {
@@ -526,23 +517,24 @@ impl Canon<'_> {
         )
     }
 
-    /// The value of the pending member (the last one) is complete: refuse a duplicate key
-    /// (at the key's position, as the parser does when it inserts the member).
-    fn member_done(&mut self) -> Result<(), ParseError> {
+    /// The value of the pending member (the last one) is complete: note whether its key
+    /// keeps the object in order. An object out of order is checked for a duplicate key when
+    /// it closes, or when an error ends the document first (see `stream/duplicates.rs`).
+    fn member_done(&mut self) {
         let inside_root = self.frames.len() > 1;
         let Some(Frame::Object(obj)) = self.frames.last_mut() else {
-            return Ok(());
+            return;
         };
         let end = self.buf.len();
         let Some((member, earlier)) = self.members[obj.first_member..].split_last_mut() else {
-            return Ok(());
+            return;
         };
         member.text_end = end;
         let member = &*member;
-        let input = self.p.bytes;
         if obj.sorted {
             if let Some(last) = earlier.last() {
                 let by_bytes = !obj.astral;
+                let input = self.p.bytes;
                 if Self::member_cmp(by_bytes, input, &self.keys, last, member) != Ordering::Less {
                     obj.sorted = false;
                     if inside_root {
@@ -551,36 +543,6 @@ impl Canon<'_> {
                 }
             }
         }
-        if !obj.sorted {
-            match &mut obj.seen {
-                // Checked when the object closes (or grows past this, or an error ends the
-                // document first).
-                None if earlier.len() <= SCAN_MEMBERS => return Ok(()),
-                Some(seen) => {
-                    let key = member.key.bytes(input, &self.keys);
-                    if !seen.insert(key.into()) {
-                        return Err(duplicate_key(&self.p, member, key));
-                    }
-                    return Ok(());
-                }
-                None => {}
-            }
-            // Past the scan limit: the members so far, not checked yet, are checked now and
-            // kept in the set.
-            let first = obj.first_member;
-            if let Some(e) = self.earliest_duplicate() {
-                return Err(e);
-            }
-            let keys = &self.keys;
-            let seen = self.members[first..]
-                .iter()
-                .map(|m| m.key.bytes(input, keys).into())
-                .collect();
-            if let Some(Frame::Object(obj)) = self.frames.last_mut() {
-                obj.seen = Some(seen);
-            }
-        }
-        Ok(())
     }
 
     /// `}`: puts the members in key order if they did not come so, and forgets them; refuses
@@ -590,8 +552,8 @@ impl Canon<'_> {
             return Ok(());
         };
         if !obj.sorted {
-            let (first, by_bytes, unchecked) = (obj.first_member, !obj.astral, obj.seen.is_none());
-            if self.find_order(first, by_bytes) && unchecked {
+            let (first, by_bytes) = (obj.first_member, !obj.astral);
+            if self.find_order(first, by_bytes) {
                 return Err(self
                     .earliest_duplicate()
                     .unwrap_or_else(|| self.p.error("duplicate key")));

@@ -5,8 +5,9 @@
 //! one pass on records whose keys are not sorted (the hosts of a state), and the key order
 //! found when the object closes shows a duplicate for free: the order tried first proves
 //! the keys strictly increasing, and a sort puts equal keys side by side
-//! ([`Canon::find_order`]). Objects of more than `SCAN_MEMBERS` members still check each key
-//! as it comes, by a hash set.
+//! ([`Canon::find_order`]). That holds for objects of any size: the search below is one pass
+//! with a set (it compared every pair once, which is why large objects used to check each key
+//! as it came instead).
 //!
 //! Why the same error: the two-step path refuses the first member, in the order the text
 //! brings them, whose key an earlier member of its object has, when that member's value is
@@ -23,7 +24,7 @@ use crate::ParseError;
 
 impl Canon<'_> {
     /// The error the two-step path would have given for a duplicate key among the complete
-    /// members of the open objects that were not checked as they came, if there is one.
+    /// members of the open objects out of order, if there is one.
     #[cold]
     #[inline(never)]
     pub(super) fn earliest_duplicate(&self) -> Option<ParseError> {
@@ -39,7 +40,7 @@ impl Canon<'_> {
             let end = objects
                 .get(k + 1)
                 .map_or(self.members.len(), |next| next.first_member);
-            if obj.sorted || obj.seen.is_some() {
+            if obj.sorted {
                 continue;
             }
             let members = &self.members[obj.first_member..end];

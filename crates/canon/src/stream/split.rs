@@ -19,18 +19,17 @@
 //! Why the bytes cannot move: the main reader takes a part only where it stands at that
 //! very comma after a complete member or element of a container of the guessed kind, so the
 //! comma is structural and the helper's reading of what follows is the main reader's own
-//! (the same lexer from the same byte). Everything that depends on what came before is
-//! checked when the part is taken: the nesting depth, the key order across the seam, and
-//! duplicate keys among all the object's members (a duplicate, a value without a canonical
-//! form or an error in the part: the part is not taken, and the main reader reads on
-//! itself, meeting them as it always does). A part is not taken into the root object of
-//! [`canonicalize_early`](crate::canonicalize_early), whose members the early writes follow
-//! one by one.
+//! (the same lexer from the same byte). What depends on what came before is checked when
+//! the part is taken: the nesting depth and the key order across the seam. A duplicate key
+//! anywhere among the object's members is found when it closes, right after, as for any
+//! object out of order. A part with an error or a value without a canonical form is not
+//! taken: the main reader reads on itself and meets them as it always does. The members of
+//! a part taken into the root object of [`canonicalize_early`](crate::canonicalize_early)
+//! are shown to the early writes one by one, as if read.
 //!
 //! The cost is the part's canonical text held until it is taken, so a text is split only up
 //! to [`SPLIT_MAX`] bytes.
 
-use std::collections::HashSet;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -38,7 +37,7 @@ use std::thread;
 
 use super::{
     beyond_the_writers_depth, early::NoRestart, Canon, CanonError, EarlyWrite, Frame, Member, Obj,
-    DECODED, SCAN_MEMBERS,
+    DECODED,
 };
 use crate::{ParseError, ParseOptions, Profile};
 
@@ -288,9 +287,8 @@ impl Canon<'_> {
         Ok(true)
     }
 
-    /// Appends a part's members to the innermost object's, if the object stays what the one
-    /// pass would have made of them: in order across the seam or not, and with no key twice
-    /// where duplicates are checked as they come. Otherwise leaves everything as it was.
+    /// Appends a part's members to the innermost object's, which is then in order if both
+    /// sides are and the seam is; `false` (and everything as it was) if they cannot be.
     fn take_members(&mut self, part: &Part) -> bool {
         let (buf_len, members_len, keys_len) =
             (self.buf.len(), self.members.len(), self.keys.len());
@@ -317,8 +315,10 @@ impl Canon<'_> {
         false
     }
 
-    /// The innermost object's order and duplicate state with the part's members (from
-    /// `seam` on) appended; `false` when the part cannot be taken.
+    /// The innermost object's key order with the part's members (from `seam` on) appended;
+    /// `false` when there is no member on either side of the seam (which a comma between
+    /// two members rules out). A duplicate key is found when the object closes, right after,
+    /// as for any object out of order.
     fn settle_members(&mut self, seam: usize, part: &Part) -> bool {
         let inside_root = self.frames.len() > 1;
         let Some(Frame::Object(obj)) = self.frames.last_mut() else {
@@ -331,30 +331,6 @@ impl Canon<'_> {
         let astral = obj.astral || part.astral;
         let across = Self::member_cmp(!astral, input, keys, &members[seam - 1], &members[seam]);
         let sorted = obj.sorted && part.sorted && across.is_lt();
-        if !sorted {
-            let key = |m: &Member| m.key.bytes(input, keys);
-            if let Some(seen) = &mut obj.seen {
-                // The object's earlier keys were checked as they came; the part's must be
-                // new and unique.
-                let mut fresh = HashSet::new();
-                for m in &members[seam..] {
-                    if seen.contains(key(m)) || !fresh.insert(key(m)) {
-                        return false;
-                    }
-                }
-                seen.extend(fresh.into_iter().map(Box::from));
-            } else if members.len() - obj.first_member > SCAN_MEMBERS {
-                // Beyond the scan limit the keys are checked as they come: all of them now.
-                let mut all = HashSet::new();
-                for m in &members[obj.first_member..] {
-                    if !all.insert(key(m)) {
-                        return false;
-                    }
-                }
-                obj.seen = Some(all.into_iter().map(Box::from).collect());
-            }
-            // Else checked when the object closes, as any short object's.
-        }
         if obj.sorted && !sorted && inside_root {
             self.early.unsorted(obj.start);
         }
@@ -429,7 +405,6 @@ fn read_part(
             keys_start: 0,
             sorted: true,
             astral: false,
-            seen: None,
         })
     } else {
         Frame::Array(0)
