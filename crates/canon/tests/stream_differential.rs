@@ -792,9 +792,9 @@ fn split_anywhere_equals_parse_then_write() {
         }
     }
     // The helper's part is taken at thousands of places (not everywhere: half the documents
-    // are one scalar, and a comma in a string, a root object of the early writes, a part
-    // with an error, a place after the last comma take none). The runs are deterministic
-    // (the helper guesses first), so this count is too.
+    // are one scalar, and a comma in a string, a part with an error, a place after the last
+    // comma take none). The runs are deterministic (the helper guesses first), so this count
+    // is too.
     assert!(taken > 1500, "{taken} parts taken in {runs} runs");
 }
 

@@ -370,6 +370,9 @@ impl Builder<'_> {
     /// appended to `decoded`, flagged [`PY_RAW`] when `verbatim` (the token is its python
     /// canonical text) and short enough for `raw`.
     fn decoded_entry(&mut self, tag: Tag, i: usize, end: usize, verbatim: bool) -> Entry {
+        // Decoding never lengthens a token (an escape of 2 to 12 bytes becomes 1 to 4), so
+        // `decoded` stays shorter than the text, which is below 4 GiB: its offsets fit.
+        debug_assert!(self.decoded.len() + self.scratch.len() <= self.text.len());
         let start = self.decoded.len() as u32;
         self.decoded.push_str(&self.scratch);
         let raw = u16::try_from(end - i).ok().filter(|_| verbatim);

@@ -195,13 +195,14 @@ impl Canon<'_> {
             if main.shared.candidate.load(Atomic::Acquire) == self.p.pos {
                 return self.take_part(out);
             }
-        } else if self.part.is_some() && self.frames.len() == 1 {
+        } else if self.part.is_some() {
             self.helper_comma()?;
         }
         Ok(false)
     }
 
-    /// The helper between two members of its guessed container: stops when not needed.
+    /// The helper at any comma: stops when not needed (the main reader met an error, say),
+    /// so that it does not finish a large value that nobody will take.
     #[cold]
     fn helper_comma(&self) -> Result<(), ParseError> {
         match &self.part {
