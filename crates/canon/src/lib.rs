@@ -20,6 +20,7 @@ mod document;
 mod escape;
 mod number_format;
 mod parser;
+mod scan;
 mod serde_impls;
 mod sink;
 mod stream;

@@ -14,6 +14,8 @@
 //! `json.dumps` writes) are copied from the input as they are; anything else, and every error,
 //! is read again from its first byte by the parser's own code.
 //!
+//! A large text can be read on two threads: `stream/split.rs`.
+//!
 //! The result is exactly `parse_with` then `write_value`, bytes and errors alike: the lexing
 //! is the parser's own code ([`Parser`]), the structure below mirrors
 //! [`Parser::parse_document`], the tokens are written by the writer's own functions, a parse

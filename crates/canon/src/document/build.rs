@@ -12,9 +12,8 @@
 //! sorted when it closes (its key order is kept anyway), and a duplicate shows as two equal
 //! neighbours.
 
-use crate::parser::{
-    ascii_escaped_string, digits_end, printable_string_end, NumberShape, Parser, StringToken,
-};
+use crate::parser::{NumberShape, Parser, StringToken};
+use crate::scan::{ascii_escaped_string, digits_end, printable_string_end};
 use crate::stream::{python_verbatim_end, verbatim_number};
 use crate::writer::Num;
 use crate::{ParseError, ParseOptions};

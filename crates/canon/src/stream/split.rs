@@ -28,7 +28,7 @@
 //! are shown to the early writes one by one, as if read.
 //!
 //! The cost is the part's canonical text held until it is taken, so a text is split only up
-//! to [`SPLIT_MAX`] bytes.
+//! to `SPLIT_MAX` bytes.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
@@ -43,19 +43,19 @@ use crate::{ParseError, ParseOptions, Profile};
 
 /// Texts from this size are read on two threads by [`canonicalize_early_parallel`]: below
 /// it, starting a thread costs more than it can save.
-pub const SPLIT_MIN: usize = 1 << 20;
+const SPLIT_MIN: usize = 1 << 20;
 
 /// Texts above this size are read on one thread: the helper's part waits in memory until
 /// it is taken, which would add half the text's size to the one pass's memory.
-pub const SPLIT_MAX: usize = 64 << 20;
+const SPLIT_MAX: usize = 64 << 20;
 
 /// How many guesses the helper makes before it gives up.
 const GUESSES: usize = 64;
 
 /// As [`canonicalize_early`](crate::canonicalize_early), with a helper thread reading the
-/// second half of a text of [`SPLIT_MIN`] to [`SPLIT_MAX`] bytes: the same bytes, the same
-/// errors, and the same early writes, in about half the time on a machine with a core to
-/// spare. Smaller and larger texts are read on this thread.
+/// second half of a text of 1 MiB to 64 MiB: the same bytes, the same errors, and the same
+/// early writes, in about half the time on a machine with a core to spare. Smaller and
+/// larger texts are read on this thread.
 pub fn canonicalize_early_parallel<W: EarlyWrite>(
     text: &[u8],
     options: &ParseOptions,

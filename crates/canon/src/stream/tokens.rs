@@ -2,7 +2,8 @@
 //! parser's own code and the writer's number functions.
 
 use crate::escape::{jcs_string, python_string};
-use crate::parser::{digits_end, printable_run_end, NumberShape, StringToken};
+use crate::parser::{NumberShape, StringToken};
+use crate::scan::{digits_end, printable_run_end};
 use crate::sink::Out;
 use crate::writer::{jcs_number, python_number, Num};
 use crate::{ParseError, Value};
