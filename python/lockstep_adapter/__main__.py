@@ -35,6 +35,12 @@ def parse_args(argv):
         action="store_true",
         help="declare that the env has no randomness: lockstep reports its other-seed check as not applicable",
     )
+    p.add_argument(
+        "--seed-spaces",
+        action="store_true",
+        help="seed the env's action spaces with the reset's seed (off: lockstep samples its own actions, "
+        "and a training loop seeds no space; recorded in the handshake's config)",
+    )
     return p.parse_args(argv)
 
 
@@ -42,6 +48,9 @@ def make_served(args):
     served = _make_served(args)
     if args.seedless:
         served.seedless = True
+    if args.seed_spaces:
+        served.seed_spaces = True
+        served.config = dict(served.config, seed_spaces=True)
     return served
 
 

@@ -50,6 +50,11 @@ class Served:
         # An env without randomness may declare it (attribute `lockstep_seedless = True` on the
         # unwrapped env, or the adapter's --seedless): the handshake says `"seedless": true`.
         self.seedless = bool(getattr(getattr(env, "unwrapped", env), "lockstep_seedless", False))
+        # lockstep draws the actions from its own sampler, so it never seeds the env's spaces:
+        # an env whose step samples its own action space (a scripted opponent) is then as
+        # random under lockstep as in a training loop, which seeds nothing but the reset.
+        # `--seed-spaces` opts in, and says so in the handshake's config.
+        self.seed_spaces = False
         self.agents = sorted(self._action_spaces())
         self.action_spaces = self._action_spaces()
         self.obs_spaces = self._observation_spaces()
@@ -81,7 +86,14 @@ class Served:
         raise NotImplementedError
 
     def reset(self, seed, options):
+        """``seed`` is an int, or ``None`` for the unseeded ``reset()`` a training loop calls
+        after its first episode."""
         raise NotImplementedError
+
+    def _seed_action_spaces(self, seed):
+        if self.seed_spaces and seed is not None:
+            for a in self.agents:
+                self.action_spaces[a].seed(seed)
 
     def step(self, actions):
         raise NotImplementedError
@@ -196,7 +208,7 @@ class GymnasiumServed(Served):
 
     def reset(self, seed, options):
         obs, info = self.env.reset(seed=seed, options=options)
-        self.env.action_space.seed(seed)
+        self._seed_action_spaces(seed)
         return self.transition({self.AGENT: obs}, None, None, None, {self.AGENT: info}, self.agents)
 
     def step(self, actions):
@@ -230,8 +242,7 @@ class ParallelServed(Served):
 
     def reset(self, seed, options):
         obs, infos = self.env.reset(seed=seed, options=options)
-        for a in self.agents:
-            self.action_spaces[a].seed(seed)
+        self._seed_action_spaces(seed)
         return self.transition(obs, None, None, None, infos, sorted(obs))
 
     def step(self, actions):
@@ -282,8 +293,7 @@ class AECServed(Served):
 
     def reset(self, seed, options):
         self.env.reset(seed=seed, options=options)
-        for a in self.agents:
-            self.action_spaces[a].seed(seed)
+        self._seed_action_spaces(seed)
         return self._turn()
 
     def step(self, actions):

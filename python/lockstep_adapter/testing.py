@@ -38,6 +38,10 @@ shared_scratch each step stages its position in a module-level     1       ``obs
 kept_timer     a ``Spawner`` object's timer survives ``reset``;    -       state
                episodes are unaffected, only the state shows it  (audit) ``/spawner``
                (with ``--fields spawner``)
+space_sample   a scripted opponent pushes the walker with         1       ``obs/pos``
+               ``self.action_space.sample()``, a space the env
+               never seeds (Gymnasium issue 185): replays only
+               when the adapter seeds the spaces (--seed-spaces)
 ============== ================================================= ======= ==============
 
 ``process_random`` and ``class_cache`` pass the same-seed and other-process checks (each rollout reseeds or refills
@@ -68,6 +72,7 @@ BUGS = (
     "kept_timer",
     "module_rng",
     "shared_scratch",
+    "space_sample",
 )
 
 # The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
@@ -155,6 +160,9 @@ class Walker(gymnasium.Env):
         elif self.bug == "class_cache":
             # "Smoothed" with the cached last position, which another instance may have set.
             noise = self.np_random.normal(scale=0.01, size=2) + 0.001 * Walker._last_pos
+        elif self.bug == "space_sample":
+            # The opponent's push, from a space nothing seeds in a training loop.
+            noise = self.np_random.normal(scale=0.01, size=2) + (int(self.action_space.sample()) - 1) * 0.05
         else:
             noise = self.np_random.normal(scale=0.01, size=2)
         self.pos = self.pos + (int(action) - 1) * 0.1 + noise

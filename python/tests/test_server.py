@@ -163,3 +163,39 @@ def test_without_threads_lockstep2_is_served_in_order_on_one_thread():
     assert code == 0
     assert [m["id"] for m in lines[1:]] == [1, 2, 3]
     assert lines[1]["threads"] is False
+
+
+def test_reset_seeds_no_space_unless_asked_and_takes_no_seed():
+    """Issue 26 item 3: lockstep samples its own actions, so the adapter leaves the env's spaces
+    as a training loop does (unseeded); ``seed_spaces`` opts in. A reset without a seed is the
+    env's own ``reset()``, the one a training loop calls after its first episode."""
+    requests = [
+        {"id": 1, "op": "reset", "seed": 3, "options": None},
+        {"id": 2, "op": "state"},
+        {"id": 3, "op": "reset", "seed": None, "options": None},
+    ]
+    code, lines = run(cartpole, requests)
+    assert code == 0
+    _, seeded, state, unseeded = lines
+    assert state["state"]["action_space_rng"] == {"agent": None}
+    assert unseeded["ok"] is True
+    assert unseeded["agents"]["agent"]["obs"] != seeded["agents"]["agent"]["obs"]
+
+    def seeding():
+        served = cartpole()
+        served.seed_spaces = True
+        return served
+
+    code, lines = run(seeding, requests[:2])
+    assert lines[2]["state"]["action_space_rng"]["agent"]["bit_generator"] == "PCG64"
+
+
+def test_seed_spaces_flag_is_in_the_handshake_config():
+    from lockstep_adapter import __main__ as cli
+
+    args = cli.parse_args(["gymnasium", "CartPole-v1", "--seed-spaces"])
+    served = cli.make_served(args)
+    assert served.seed_spaces is True
+    assert served.handshake()["config"]["seed_spaces"] is True
+    plain = cli.make_served(cli.parse_args(["gymnasium", "CartPole-v1"]))
+    assert plain.seed_spaces is False and "seed_spaces" not in plain.handshake()["config"]

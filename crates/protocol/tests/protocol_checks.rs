@@ -326,3 +326,42 @@ fn text_observations_are_served_as_utf8_bytes() {
         assert!(o.passed, "{:?}: {}", o.check, o.summary);
     }
 }
+
+/// Issue 26 item 3 (the pattern "nothing seeded that the env does not seed"): the adapter
+/// seeded the env's action spaces at every reset, so an env whose step plays a scripted
+/// opponent with `self.action_space.sample()` (Gymnasium issue 185's trap) replayed under
+/// lockstep and not in a training loop, which seeds no space. The adapter no longer seeds them:
+/// the same-seed check fails at the opponent's first push; `--seed-spaces` opts back in, and
+/// the handshake's config says so.
+#[test]
+fn an_unseeded_space_sampled_by_the_env_fails_same_seed() {
+    use lockstep::env::EnvFactory;
+    require(&["gymnasium"]);
+    assert_eq!(caught("space_sample", CheckKind::SameSeed), at(1, "pos"));
+
+    let seeded = ProcessEnvFactory::new(
+        adapter_argv(&[
+            "factory",
+            "lockstep_adapter.testing:walker",
+            "--kwargs",
+            r#"{"bug": "space_sample"}"#,
+            "--seed-spaces",
+        ]),
+        options(),
+    );
+    let o = run_check(
+        CheckKind::SameSeed,
+        &seeded,
+        &CheckConfig::new(5, 60),
+        Some(&seeded),
+    )
+    .unwrap();
+    assert!(o.passed, "with --seed-spaces: {}", o.summary);
+    let env = seeded.make().unwrap();
+    let config = &env.spec().config;
+    assert_eq!(
+        config.get("seed_spaces"),
+        Some(&lockstep_canon::Value::Bool(true)),
+        "{config:?}"
+    );
+}
