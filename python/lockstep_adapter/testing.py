@@ -42,6 +42,12 @@ space_sample   a scripted opponent pushes the walker with         1       ``obs/
                ``self.action_space.sample()``, a space the env
                never seeds (Gymnasium issue 185): replays only
                when the adapter seeds the spaces (--seed-spaces)
+unseeded_      ``reset()`` without a seed draws the start from     0 (2nd  ``obs/pos``
+global_rng     numpy's global ``np.random``: the first episode   ep.,
+               replays, the ones a training loop starts with     contin-
+               ``reset()`` do not                                uation)
+clock_seeded   ``reset()`` without a seed reseeds the env from     0 (2nd  ``obs/pos``
+               ``time.time_ns()``                                ep.)
 ============== ================================================= ======= ==============
 
 ``process_random`` and ``class_cache`` pass the same-seed and other-process checks (each rollout reseeds or refills
@@ -73,6 +79,8 @@ BUGS = (
     "module_rng",
     "shared_scratch",
     "space_sample",
+    "unseeded_global_rng",
+    "clock_seeded",
 )
 
 # The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
@@ -122,13 +130,18 @@ class Walker(gymnasium.Env):
         return {"pos": self.pos.copy(), "tick": self.tick}
 
     def reset(self, seed=None, options=None):
+        if seed is None and self.bug == "clock_seeded":
+            seed = time.time_ns()
         super().reset(seed=seed)
         self.t = 0
         if self.bug != "leaky_reset":
             self.tick = 0
         if self.bug != "kept_timer":
             self.spawner = Spawner()
-        self.pos = self.np_random.normal(size=2) + self.offset
+        if seed is None and self.bug == "unseeded_global_rng":
+            self.pos = np.random.normal(size=2) + self.offset
+        else:
+            self.pos = self.np_random.normal(size=2) + self.offset
         if self.bug == "process_random":
             random.seed(seed)
         if self.bug == "class_cache":

@@ -70,6 +70,18 @@ class LeakyReset(_Walk):
         return obs, reward, term, trunc, info
 
 
+class UnseededGlobalRng(_Walk):
+    """Starts an unseeded ``reset()`` from numpy's process-global RNG: the first episode of a
+    training loop (``reset(seed=S)``) replays, the ones after it (``reset()``) do not."""
+
+    def reset(self, seed=None, options=None):
+        obs, info = super().reset(seed=seed)
+        if seed is None:
+            self.pos = np.random.normal(size=2)
+            obs = self.pos.copy()
+        return obs, info
+
+
 def good():
     return _Walk()
 
@@ -84,3 +96,7 @@ def shared_cache():
 
 def leaky_reset():
     return LeakyReset()
+
+
+def unseeded_global_rng():
+    return UnseededGlobalRng()

@@ -142,3 +142,13 @@ def test_a_contract_overrides_the_declared_one():
     assert not report.passed
     assert report.trials[0]["audit"]["unexpected"] == ["/action_space_rng"]
     assert "unexpected field /action_space_rng" in report.failures[0]
+
+
+def test_seed_once_then_reset_is_caught_by_the_continuation_check():
+    """Issue 26 item 1, in this interpreter: the check runs by name; the honest walk passes it."""
+    report = lockstep.check(faulty_envs.unseeded_global_rng, seeds=range(1), steps=20, checks=["same", "continuation"])
+    assert failing_checks(report) == ["continuation"], report.summary()
+    text = "\n".join(report.failures)
+    assert "episode 2 (reset() without a seed)" in text, text
+    good = lockstep.check(faulty_envs.good, seeds=range(1), steps=20, checks=["continuation"])
+    assert good.passed, good.summary()

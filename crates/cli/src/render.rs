@@ -22,11 +22,24 @@ const MAX_CHANGES: usize = 3;
 /// What each column of the summary table counts, one line under it.
 const LEGEND: &str = "columns: conformity = starting state after reset(seed) is the same on a fresh instance and after an episode; success = task outcome, for envs that report one; same = one seed twice on one instance; other = other seeds give other episodes; interleaved = seeds stepped in turn; process = a fresh process; parallel = parallel threads; goldens = golden files reproduced";
 
+/// The continuation check's entry in the legend, when it ran.
+const CONTINUATION_LEGEND: &str =
+    "continuation = reset(seed) once, then episodes after reset() without a seed, on two instances";
+
 /// The summary table and the failures: grouped across seeds, or one block per trial with
 /// `verbose` (every trial, passing ones on one line each).
 pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>, verbose: bool) -> String {
     let mut out = table(report);
-    let _ = writeln!(out, "{LEGEND}");
+    // A check run only by name is explained only when it ran: the default legend keeps its bytes.
+    if report.params.checks.iter().any(|c| c == "continuation") {
+        let legend = LEGEND.replace(
+            "; goldens =",
+            &format!("; {CONTINUATION_LEGEND}; goldens ="),
+        );
+        let _ = writeln!(out, "{legend}");
+    } else {
+        let _ = writeln!(out, "{LEGEND}");
+    }
     if verbose {
         for t in &report.trials {
             trial_block(&mut out, t, replay);

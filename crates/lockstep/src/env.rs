@@ -438,6 +438,16 @@ pub trait Env: Send {
     /// Starts an episode. Rewards are 0 and flags false in the returned transition.
     fn reset(&mut self, seed: u64, options: &Value) -> Result<&Transition, EnvError>;
 
+    /// Starts an episode with no seed: the `reset()` a training loop calls after its first
+    /// episode (Gymnasium's vector envs, Stable-Baselines3, RLlib seed only the first), which
+    /// continues from the env's own RNG. `None` when the env has no such reset: the built-in
+    /// envs derive every episode from its seed, so for them the continuation check does not
+    /// apply.
+    fn reset_unseeded(&mut self, options: &Value) -> Option<Result<&Transition, EnvError>> {
+        let _ = options;
+        None
+    }
+
     /// Advances the episode by one step of all live agents.
     fn step(&mut self, actions: &Actions) -> Result<&Transition, EnvError>;
 

@@ -29,7 +29,14 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA: &str = "lockstep-report/3";
 
 /// The replay checks, in report order.
-pub const CHECK_NAMES: [&str; 5] = ["same", "other", "interleaved", "process", "parallel"];
+pub const CHECK_NAMES: [&str; 6] = [
+    "same",
+    "other",
+    "interleaved",
+    "process",
+    "parallel",
+    "continuation",
+];
 
 /// What was asked for: the same for every shard of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

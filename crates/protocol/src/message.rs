@@ -715,17 +715,21 @@ pub fn check_id(value: &Value, expected: u64) -> Result<(), MessageError> {
     }
 }
 
-/// `{"id":N,"op":"reset","seed":S,"options":O}` and a newline. `options` is written in the `python`
-/// canonical profile (NaN and infinities as Python's json reads them).
+/// `{"id":N,"op":"reset","seed":S,"options":O}` and a newline; `"seed":null` for the env's
+/// unseeded reset. `options` is written in the `python` canonical profile (NaN and infinities
+/// as Python's json reads them).
 pub fn write_reset(
     out: &mut Vec<u8>,
     id: u64,
-    seed: u64,
+    seed: Option<u64>,
     options: &Value,
 ) -> Result<(), MessageError> {
     write_head(out, id, "reset");
     out.extend_from_slice(b",\"seed\":");
-    out.extend_from_slice(itoa::Buffer::new().format(seed).as_bytes());
+    match seed {
+        Some(seed) => out.extend_from_slice(itoa::Buffer::new().format(seed).as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
     out.extend_from_slice(b",\"options\":");
     lockstep_canon::write_value(options, lockstep_canon::Profile::Python, out)
         .map_err(|e| err("/options", e.to_string()))?;
@@ -1137,7 +1141,7 @@ mod tests {
     fn requests_are_json_lines() {
         let mut buf = Vec::new();
         let options = parse(r#"{"b":[1.0,2],"a":null}"#);
-        write_reset(&mut buf, 7, u64::MAX, &options).unwrap();
+        write_reset(&mut buf, 7, Some(u64::MAX), &options).unwrap();
         assert_eq!(
             buf,
             b"{\"id\":7,\"op\":\"reset\",\"seed\":18446744073709551615,\"options\":{\"a\":null,\"b\":[1.0,2]}}\n"

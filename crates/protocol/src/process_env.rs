@@ -110,7 +110,8 @@ enum Request {
     Create,
     Fork,
     EndFork,
-    Reset(u64),
+    /// The seed, or `None` for the env's unseeded reset.
+    Reset(Option<u64>),
     Step(u64),
     State,
     Close,
@@ -450,7 +451,8 @@ fn describe(request: &Request, steps: u64) -> String {
         Request::Create => "create (an env instance)".to_string(),
         Request::Fork => "fork (a worker)".to_string(),
         Request::EndFork => "end_fork".to_string(),
-        Request::Reset(seed) => format!("reset (seed {seed})"),
+        Request::Reset(Some(seed)) => format!("reset (seed {seed})"),
+        Request::Reset(None) => "reset (no seed)".to_string(),
         Request::Step(n) => format!("step {n}"),
         Request::State => format!("state (after step {steps})"),
         Request::Close => "close".to_string(),
@@ -496,6 +498,27 @@ fn fatal_error(
     EnvError::new(message)
 }
 
+impl ProcessEnv {
+    /// A reset with `seed`, or the env's unseeded reset (`"seed": null`) for `None`.
+    fn reset_request(
+        &mut self,
+        seed: Option<u64>,
+        options: &Value,
+    ) -> Result<&Transition, EnvError> {
+        self.check_usable()?;
+        let command = self.command.clone();
+        self.steps = 0;
+        self.started = true;
+        self.transition_request(Request::Reset(seed), |buf, id| {
+            message::write_reset(buf, id, seed, options).map_err(|e| {
+                EnvError::new(format!(
+                    "env process `{command}`: reset options cannot be sent: {e}"
+                ))
+            })
+        })
+    }
+}
+
 impl Env for ProcessEnv {
     fn spec(&self) -> &EnvSpec {
         &self.spec
@@ -523,17 +546,12 @@ impl Env for ProcessEnv {
     }
 
     fn reset(&mut self, seed: u64, options: &Value) -> Result<&Transition, EnvError> {
-        self.check_usable()?;
-        let command = self.command.clone();
-        self.steps = 0;
-        self.started = true;
-        self.transition_request(Request::Reset(seed), |buf, id| {
-            message::write_reset(buf, id, seed, options).map_err(|e| {
-                EnvError::new(format!(
-                    "env process `{command}`: reset options cannot be sent: {e}"
-                ))
-            })
-        })
+        self.reset_request(Some(seed), options)
+    }
+
+    /// The protocol's reset with `"seed": null`: the adapter calls the env's own `reset()`.
+    fn reset_unseeded(&mut self, options: &Value) -> Option<Result<&Transition, EnvError>> {
+        Some(self.reset_request(None, options))
     }
 
     fn step(&mut self, actions: &Actions) -> Result<&Transition, EnvError> {

@@ -365,3 +365,42 @@ fn an_unseeded_space_sampled_by_the_env_fails_same_seed() {
         "{config:?}"
     );
 }
+
+/// Issue 26 item 1 (the pattern "seed once, then `reset()`"): training loops seed the first
+/// reset only. An env whose unseeded reset draws from numpy's global RNG, or seeds itself from
+/// the clock, replays its first episode and never the second: every check that reseeds each
+/// rollout passed both. The continuation check fails them at the second episode's reset; the
+/// honest walker (its unseeded reset continues from its own seeded RNG) passes.
+#[test]
+fn seed_once_then_reset_fails_the_continuation_check() {
+    require(&["gymnasium"]);
+    let cfg = CheckConfig::new(5, 20);
+    for bug in ["unseeded_global_rng", "clock_seeded"] {
+        let f = walker(Some(bug));
+        let same = run_check(CheckKind::SameSeed, &f, &cfg, Some(&f)).unwrap();
+        assert!(same.passed, "{bug}: same: {}", same.summary);
+        let o = run_check(CheckKind::Continuation, &f, &cfg, Some(&f)).unwrap();
+        assert!(o.applicable && !o.passed, "{bug}: {}", o.summary);
+        let d = o
+            .divergence
+            .as_ref()
+            .expect("a failure carries its divergence");
+        assert_eq!(
+            (d.step, d.agent().unwrap_or(""), d.key()),
+            (0, "agent", "pos"),
+            "{bug}: {}",
+            o.summary
+        );
+        assert!(
+            o.summary.contains("episode 2 (reset() without a seed)"),
+            "{bug}: {}",
+            o.summary
+        );
+    }
+    let good = walker(None);
+    let o = run_check(CheckKind::Continuation, &good, &cfg, Some(&good)).unwrap();
+    assert!(o.applicable && o.passed, "{}", o.summary);
+    let cartpole = factory(&["gymnasium", "CartPole-v1"]);
+    let o = run_check(CheckKind::Continuation, &cartpole, &cfg, Some(&cartpole)).unwrap();
+    assert!(o.applicable && o.passed, "CartPole-v1: {}", o.summary);
+}

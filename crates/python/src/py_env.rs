@@ -111,6 +111,30 @@ impl PyEnv {
     }
 }
 
+impl PyEnv {
+    /// A reset with `seed`, or with `None` for the env's unseeded reset.
+    fn reset_call(&mut self, seed: Option<u64>, options: &Value) -> Result<&Transition, EnvError> {
+        let options = lockstep_canon::to_vec(options, Profile::Python)
+            .map_err(|e| EnvError::new(format!("reset options: {e}")))?;
+        let options = String::from_utf8(options).expect("canonical JSON is ASCII");
+        self.steps = 0;
+        let text = call(&self.obj, "reset", "reset", |py| {
+            pyo3::types::PyTuple::new(
+                py,
+                [
+                    seed.into_pyobject(py)?.into_any(),
+                    options.into_pyobject(py)?.into_any(),
+                ],
+            )
+        })?;
+        let what = seed.map_or_else(
+            || "reset (no seed)".to_string(),
+            |s| format!("reset (seed {s})"),
+        );
+        self.transition(&text, &what)
+    }
+}
+
 impl Env for PyEnv {
     fn spec(&self) -> &EnvSpec {
         &self.spec
@@ -134,20 +158,12 @@ impl Env for PyEnv {
     }
 
     fn reset(&mut self, seed: u64, options: &Value) -> Result<&Transition, EnvError> {
-        let options = lockstep_canon::to_vec(options, Profile::Python)
-            .map_err(|e| EnvError::new(format!("reset options: {e}")))?;
-        let options = String::from_utf8(options).expect("canonical JSON is ASCII");
-        self.steps = 0;
-        let text = call(&self.obj, "reset", "reset", |py| {
-            pyo3::types::PyTuple::new(
-                py,
-                [
-                    seed.into_pyobject(py)?.into_any(),
-                    options.into_pyobject(py)?.into_any(),
-                ],
-            )
-        })?;
-        self.transition(&text, &format!("reset (seed {seed})"))
+        self.reset_call(Some(seed), options)
+    }
+
+    /// `reset(None, ...)` on the `InProcess` object: the env's own `reset()`.
+    fn reset_unseeded(&mut self, options: &Value) -> Option<Result<&Transition, EnvError>> {
+        Some(self.reset_call(None, options))
     }
 
     fn step(&mut self, actions: &Actions) -> Result<&Transition, EnvError> {

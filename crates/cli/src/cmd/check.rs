@@ -87,7 +87,9 @@ pub struct Args {
     /// Run only shard I of N (seeds and goldens by position); merge with `lockstep report merge`.
     #[arg(long)]
     shard: Option<String>,
-    /// Replay checks to run, comma-separated, each once.
+    /// Replay checks to run, comma-separated, each once. Two more run only by name: `fork`
+    /// (a worker forked from a warm process) and `continuation` (reset(seed) once, then
+    /// reset() without a seed, as training loops do).
     #[arg(
         long,
         value_delimiter = ',',

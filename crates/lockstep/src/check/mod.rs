@@ -18,6 +18,10 @@
 //! - [`CheckKind::ParallelWorkers`]: `workers` rollouts with consecutive seeds on as many
 //!   threads at once (released together after their resets) each match their solo rollout.
 //!
+//! Two more run by name: [`CheckKind::ForkedWorkers`] (`fork.rs`) and
+//! [`CheckKind::Continuation`] (`continuation.rs`: the seed at the first reset only, then
+//! unseeded resets, as training loops drive an env).
+//!
 //! A failure carries the first [`Divergence`]: step, agent and key from the digests, then the
 //! element with both values from the two transitions of that step. Every rollout of a check
 //! keeps its first transitions in full ([`KeepFirst::CHECKS`]), so a difference in those steps
@@ -26,9 +30,11 @@
 //! again; for one that is not, the re-run may not reproduce the difference, so it is tried up
 //! to [`RERUNS`] times, and the report says when none did.
 
+mod continuation;
 mod divergence;
 mod fork;
 
+pub use continuation::CONTINUATION_EPISODES;
 pub use fork::{Forker, WARM_UP_OFFSETS};
 
 pub use divergence::{
@@ -56,6 +62,7 @@ pub enum CheckKind {
     OtherProcess,
     ParallelWorkers,
     ForkedWorkers,
+    Continuation,
 }
 
 impl CheckKind {
@@ -67,15 +74,17 @@ impl CheckKind {
         CheckKind::ParallelWorkers,
     ];
 
-    /// Every check, the forked-workers check included (it applies to external envs whose
-    /// child can fork; run it by name, `--checks fork`).
-    pub const EVERY: [CheckKind; 6] = [
+    /// Every check, the forked-workers and continuation checks included (they apply to
+    /// external envs, whose child can fork or reset without a seed; run them by name,
+    /// `--checks fork`, `--checks continuation`).
+    pub const EVERY: [CheckKind; 7] = [
         CheckKind::SameSeed,
         CheckKind::OtherSeed,
         CheckKind::Interleaved,
         CheckKind::OtherProcess,
         CheckKind::ParallelWorkers,
         CheckKind::ForkedWorkers,
+        CheckKind::Continuation,
     ];
 
     /// The short name used on the command line: `same`, `other`, `interleaved`, `process`,
@@ -88,6 +97,7 @@ impl CheckKind {
             CheckKind::OtherProcess => "process",
             CheckKind::ParallelWorkers => "parallel",
             CheckKind::ForkedWorkers => "fork",
+            CheckKind::Continuation => "continuation",
         }
     }
 
@@ -101,6 +111,7 @@ impl CheckKind {
             CheckKind::OtherProcess => "other_process",
             CheckKind::ParallelWorkers => "parallel_workers",
             CheckKind::ForkedWorkers => "forked_workers",
+            CheckKind::Continuation => "continuation",
         }
     }
 }
@@ -372,6 +383,7 @@ pub fn run_check(
         CheckKind::OtherProcess => ctx.other_process(runner.ok_or(CheckError::NoRunner)?),
         CheckKind::ParallelWorkers => ctx.parallel(),
         CheckKind::ForkedWorkers => ctx.forked(),
+        CheckKind::Continuation => ctx.continuation(),
     }
 }
 

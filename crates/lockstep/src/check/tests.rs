@@ -507,3 +507,18 @@ fn a_difference_past_the_kept_steps_is_re_run_and_says_when_it_did_not_reproduce
         "each re-run plays both rollouts again"
     );
 }
+
+/// A built-in env derives every episode from its seed and has no unseeded reset: the
+/// continuation check does not apply to it, and says so; it is never passed.
+#[test]
+fn continuation_does_not_apply_without_an_unseeded_reset() {
+    let f = fixtures::factory("fixture").unwrap();
+    let o = run_check(CheckKind::Continuation, &f, &CheckConfig::new(3, 20), None).unwrap();
+    assert!(!o.applicable && !o.passed, "{}", o.summary);
+    assert!(o.summary.contains("no unseeded reset"), "{}", o.summary);
+    assert_eq!(
+        "continuation".parse::<CheckKind>(),
+        Ok(CheckKind::Continuation)
+    );
+    assert!(!CheckKind::ALL.contains(&CheckKind::Continuation));
+}

@@ -217,6 +217,8 @@ pub enum CacheMode {
 pub enum TraceError {
     #[error("env failed at step {step}: {source}")]
     Env { step: u64, source: EnvError },
+    #[error("the env has no unseeded reset")]
+    NoUnseededReset,
     #[error("info of agent {agent:?} at step {step} has no canonical form: {message}")]
     Info {
         step: u64,
@@ -920,6 +922,9 @@ pub struct RolloutOptions {
     /// Seed of the action sampler when it is not the episode seed (the other-seed check holds
     /// the actions fixed, so that only the env's own use of the seed can tell episodes apart).
     pub action_seed: Option<u64>,
+    /// Start with the env's unseeded reset ([`Env::reset_unseeded`]), as a training loop does
+    /// after its first episode; the rollout's seed then seeds only the action sampler.
+    pub unseeded: bool,
 }
 
 impl Default for RolloutOptions {
@@ -931,6 +936,7 @@ impl Default for RolloutOptions {
             keep_first: KeepFirst::NONE,
             reset_options: Value::Null,
             action_seed: None,
+            unseeded: false,
         }
     }
 }
@@ -1016,10 +1022,14 @@ impl<'e> Rollout<'e> {
             captured: None,
             kept: KeptPrefix::new(opts.keep_first),
         };
-        let t = r
-            .env
-            .reset(seed, &opts.reset_options)
-            .map_err(|source| TraceError::Env { step: 0, source })?;
+        let t = if opts.unseeded {
+            r.env
+                .reset_unseeded(&opts.reset_options)
+                .ok_or(TraceError::NoUnseededReset)?
+        } else {
+            r.env.reset(seed, &opts.reset_options)
+        }
+        .map_err(|source| TraceError::Env { step: 0, source })?;
         r.tracer.record(t)?;
         if r.capture == Some(0) {
             r.captured = Some(t.clone());
