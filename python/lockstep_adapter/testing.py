@@ -48,6 +48,10 @@ global_rng     numpy's global ``np.random``: the first episode   ep.,
                ``reset()`` do not                                uation)
 clock_seeded   ``reset()`` without a seed reseeds the env from     0 (2nd  ``obs/pos``
                ``time.time_ns()``                                ep.)
+pid_seeded     ``reset()`` without a seed reseeds the env from     0 (2nd  ``obs/pos``
+               ``os.getpid()``: two instances of one process     ep., a
+               agree, a fresh process does not                   fresh
+                                                                 process)
 ============== ================================================= ======= ==============
 
 ``process_random`` and ``class_cache`` pass the same-seed and other-process checks (each rollout reseeds or refills
@@ -81,6 +85,7 @@ BUGS = (
     "space_sample",
     "unseeded_global_rng",
     "clock_seeded",
+    "pid_seeded",
 )
 
 # The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
@@ -132,6 +137,8 @@ class Walker(gymnasium.Env):
     def reset(self, seed=None, options=None):
         if seed is None and self.bug == "clock_seeded":
             seed = time.time_ns()
+        if seed is None and self.bug == "pid_seeded":
+            seed = os.getpid()
         super().reset(seed=seed)
         self.t = 0
         if self.bug != "leaky_reset":

@@ -885,4 +885,35 @@ impl ProcessRunner for ProcessEnvFactory {
         closed.map_err(|e| e.to_string())?;
         Ok(recorded)
     }
+
+    /// The continuation check's episodes in a fresh child: a pid, a hash seed and a clock of
+    /// their own, which two instances in one process share.
+    fn run_continued(
+        &self,
+        _env: &str,
+        seed: u64,
+        steps: u64,
+        episodes: &[RolloutOptions],
+    ) -> Result<Option<Vec<Recorded>>, String> {
+        let mut env = self.spawn_other_process().map_err(|e| e.to_string())?;
+        let mut runs = Vec::with_capacity(episodes.len());
+        let mut result = Ok(true);
+        for opts in episodes {
+            match trace::rollout(&mut env, seed, steps, opts) {
+                Ok(r) => runs.push(r),
+                Err(trace::TraceError::NoUnseededReset) => {
+                    result = Ok(false);
+                    break;
+                }
+                Err(e) => {
+                    result = Err(e.to_string());
+                    break;
+                }
+            }
+        }
+        let closed = env.close();
+        let complete = result?;
+        closed.map_err(|e| e.to_string())?;
+        Ok(complete.then_some(runs))
+    }
 }

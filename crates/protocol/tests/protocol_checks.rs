@@ -373,6 +373,7 @@ fn an_unseeded_space_sampled_by_the_env_fails_same_seed() {
 /// honest walker (its unseeded reset continues from its own seeded RNG) passes.
 #[test]
 fn seed_once_then_reset_fails_the_continuation_check() {
+    use lockstep::env::EnvFactory;
     require(&["gymnasium"]);
     let cfg = CheckConfig::new(5, 20);
     for bug in ["unseeded_global_rng", "clock_seeded"] {
@@ -397,9 +398,30 @@ fn seed_once_then_reset_fails_the_continuation_check() {
             o.summary
         );
     }
+    // Seeded from the pid: two instances of one process agree; only the fresh process, which
+    // plays the same episodes, shows it.
+    // The trial's instances share one child, as `lockstep check` hosts them.
+    let f = walker(Some("pid_seeded"));
+    let session = f.session();
+    let o = run_check(CheckKind::Continuation, &session, &cfg, Some(&f)).unwrap();
+    assert!(o.applicable && !o.passed, "pid_seeded: {}", o.summary);
+    assert_eq!(o.right, "a fresh process", "{}", o.summary);
+    assert!(
+        o.summary.contains("episode 2 (reset() without a seed)"),
+        "{}",
+        o.summary
+    );
+    let without_runner = run_check(CheckKind::Continuation, &session, &cfg, None).unwrap();
+    assert!(without_runner.passed, "{}", without_runner.summary);
+
     let good = walker(None);
     let o = run_check(CheckKind::Continuation, &good, &cfg, Some(&good)).unwrap();
     assert!(o.applicable && o.passed, "{}", o.summary);
+    assert!(
+        o.summary.contains("and in a fresh process"),
+        "{}",
+        o.summary
+    );
     let cartpole = factory(&["gymnasium", "CartPole-v1"]);
     let o = run_check(CheckKind::Continuation, &cartpole, &cfg, Some(&cartpole)).unwrap();
     assert!(o.applicable && o.passed, "CartPole-v1: {}", o.summary);

@@ -7,12 +7,14 @@
 //! clock replays its first episode and never the second, and every check that reseeds each
 //! rollout passes it. Here two fresh instances in one process play the same sequence (seeded
 //! episode, then [`CONTINUATION_EPISODES`] unseeded ones, each with the same actions on both) and
-//! every episode is compared: the failure names the episode and its first divergence.
+//! every episode is compared; so is the same plan in a fresh process when the runner can play
+//! it (an unseeded reset seeded from the pid or the string hash agrees between two instances of
+//! one process, not across processes). The failure names the episode and its first divergence.
 //!
 //! An env with no unseeded reset ([`crate::env::Env::reset_unseeded`] answers `None`: the
 //! built-in envs derive every episode from its seed) gets a not-applicable outcome, never a pass.
 
-use super::{first_divergence, CheckError, CheckOutcome, Ctx};
+use super::{first_divergence, CheckError, CheckOutcome, Ctx, ProcessRunner};
 use crate::trace::{Recorded, RolloutOptions, TraceError};
 
 /// Unseeded episodes after the seeded one. Three catch a leak at the first continuation (the
@@ -31,29 +33,34 @@ enum Played {
 }
 
 impl Ctx<'_> {
-    /// The action sampler's seed of episode `e` (0 is the seeded one): the same on both
-    /// instances, another for each episode, so an episode is not a copy of the previous one.
-    fn continuation_actions(&self, e: usize) -> u64 {
-        self.cfg.seed.wrapping_add(e as u64)
+    /// The options of episode `e` (0 is the seeded one), with the transition at step `capture`
+    /// kept when asked. The action sampler's seed is S+e: the same on every side compared,
+    /// another for each episode, so an episode is not a copy of the previous one.
+    fn continuation_opts(&self, e: usize, capture: Option<u64>) -> RolloutOptions {
+        RolloutOptions {
+            action_seed: Some(self.cfg.seed.wrapping_add(e as u64)),
+            unseeded: e > 0,
+            ..self.cfg.opts(capture)
+        }
     }
 
-    /// One fresh instance: `reset(seed)` and an episode, then the unseeded episodes, with the
-    /// transition at step `capture` of episode `capture_episode` kept when asked.
-    fn continued_run(
+    /// Every episode's options, with `capture` kept in episode `capture.0`.
+    fn continuation_plan(&self, capture: Option<(usize, u64)>) -> Vec<RolloutOptions> {
+        (0..=CONTINUATION_EPISODES)
+            .map(|e| self.continuation_opts(e, capture.and_then(|(ce, k)| (ce == e).then_some(k))))
+            .collect()
+    }
+
+    /// One fresh instance in this process plays the plan.
+    fn continued_here(
         &self,
         instance: usize,
         capture: Option<(usize, u64)>,
     ) -> Result<Played, CheckError> {
         let mut env = self.make()?;
         let mut episodes = Vec::with_capacity(CONTINUATION_EPISODES + 1);
-        for e in 0..=CONTINUATION_EPISODES {
-            let at = capture.and_then(|(ce, k)| (ce == e).then_some(k));
-            let opts = RolloutOptions {
-                action_seed: Some(self.continuation_actions(e)),
-                unseeded: e > 0,
-                ..self.cfg.opts(at)
-            };
-            match crate::trace::rollout(env.as_mut(), self.cfg.seed, self.cfg.steps, &opts) {
+        for (e, opts) in self.continuation_plan(capture).iter().enumerate() {
+            match crate::trace::rollout(env.as_mut(), self.cfg.seed, self.cfg.steps, opts) {
                 Ok(r) => episodes.push(r),
                 Err(TraceError::NoUnseededReset) => return Ok(Played::NoUnseededReset),
                 Err(source) => {
@@ -68,56 +75,108 @@ impl Ctx<'_> {
         Ok(Played::Episodes(episodes))
     }
 
-    pub(super) fn continuation(&self) -> Result<CheckOutcome, CheckError> {
-        let Played::Episodes(first) = self.continued_run(0, None)? else {
+    /// The plan in a fresh process, when the runner can play it.
+    fn continued_fresh(
+        &self,
+        runner: &dyn ProcessRunner,
+        capture: Option<(usize, u64)>,
+    ) -> Result<Option<Vec<Recorded>>, CheckError> {
+        runner
+            .run_continued(
+                &self.factory.id(),
+                self.cfg.seed,
+                self.cfg.steps,
+                &self.continuation_plan(capture),
+            )
+            .map_err(|e| CheckError::Runner(format!("continuation in a fresh process: {e}")))
+    }
+
+    /// Side `side` of the comparison (1: a second instance here, 2: a fresh process), played
+    /// again with `capture`, episode `e` of it.
+    fn continued_side(
+        &self,
+        side: usize,
+        runner: Option<&dyn ProcessRunner>,
+        capture: (usize, u64),
+    ) -> Result<Recorded, CheckError> {
+        let gone = || {
+            CheckError::Runner("continuation: the env stopped offering an unseeded reset".into())
+        };
+        let mut runs = match (side, runner) {
+            (2, Some(runner)) => self
+                .continued_fresh(runner, Some(capture))?
+                .ok_or_else(gone)?,
+            _ => match self.continued_here(side, Some(capture))? {
+                Played::Episodes(runs) => runs,
+                Played::NoUnseededReset => return Err(gone()),
+            },
+        };
+        Ok(runs.swap_remove(capture.0))
+    }
+
+    pub(super) fn continuation(
+        &self,
+        runner: Option<&dyn ProcessRunner>,
+    ) -> Result<CheckOutcome, CheckError> {
+        let Played::Episodes(first) = self.continued_here(0, None)? else {
             return Ok(CheckOutcome::not_applicable(
                 self.kind,
                 NO_UNSEEDED_RESET.into(),
             ));
         };
-        let Played::Episodes(second) = self.continued_run(1, None)? else {
+        let Played::Episodes(second) = self.continued_here(1, None)? else {
             return Err(CheckError::Runner(
                 "continuation: a second instance of the env has no unseeded reset".into(),
             ));
         };
+        let fresh = match runner {
+            Some(runner) => self.continued_fresh(runner, None)?,
+            None => None,
+        };
+        let labels = ["instance 1", "instance 2", "a fresh process"];
+        let mut sides: Vec<&[Recorded]> = vec![&first, &second];
+        if let Some(fresh) = &fresh {
+            sides.push(fresh);
+        }
         let seed = self.cfg.seed;
+        // The earliest episode that differs, the second instance before the fresh process.
         let found = (0..first.len()).find_map(|e| {
-            first_divergence(&first[e].trace.step_digests, &second[e].trace.step_digests)
-                .map(|d| (e, d))
+            (1..sides.len()).find_map(|side| {
+                first_divergence(
+                    &first[e].trace.step_digests,
+                    &sides[side][e].trace.step_digests,
+                )
+                .map(|d| (e, side, d))
+            })
         });
+        let played = CONTINUATION_EPISODES + 1;
         Ok(match found {
             None => self.outcome(
                 &first[CONTINUATION_EPISODES],
-                "instance 1".into(),
-                "instance 2".into(),
+                labels[0].into(),
+                labels[sides.len() - 1].into(),
                 None,
                 true,
                 format!(
-                    "reset(seed={seed}) then {CONTINUATION_EPISODES} episodes after an unseeded reset() give the same {} episodes on two fresh instances",
-                    CONTINUATION_EPISODES + 1
+                    "reset(seed={seed}) then {CONTINUATION_EPISODES} episodes after an unseeded reset() give the same {played} episodes on two instances{}",
+                    if fresh.is_some() { " and in a fresh process" } else { "" }
                 ),
             ),
-            Some((e, d)) => {
-                let rerun = |k: u64| -> Result<(Recorded, Recorded), CheckError> {
-                    let pick = |played: Played| match played {
-                        Played::Episodes(mut runs) => Ok(runs.swap_remove(e)),
-                        Played::NoUnseededReset => Err(CheckError::Runner(
-                            "continuation: the env stopped offering an unseeded reset".into(),
-                        )),
-                    };
-                    let left = pick(self.continued_run(0, Some((e, k)))?)?;
-                    let right = pick(self.continued_run(1, Some((e, k)))?)?;
+            Some((e, side, d)) => {
+                let d = self.localised((&first[e], &sides[side][e]), d, |k| {
+                    let left = self.continued_side(0, runner, (e, k))?;
+                    let right = self.continued_side(side, runner, (e, k))?;
                     Ok((left, right))
-                };
-                let d = self.localised((&first[e], &second[e]), d, rerun)?;
-                let (l, r) = ("instance 1".to_string(), "instance 2".to_string());
-                let mut summary = format!("{}: {}", episode_label(e), self.fail_summary(&d, &l, &r));
+                })?;
+                let (l, r) = (labels[0].to_string(), labels[side].to_string());
+                let mut summary =
+                    format!("{}: {}", episode_label(e), self.fail_summary(&d, &l, &r));
                 if e > 0 {
                     summary.push_str(&format!(
                         " (the seed {seed} went to the first reset only, as training loops do)"
                     ));
                 }
-                self.failed((&first[e], &second[e]), l, r, d, summary)
+                self.failed((&first[e], &sides[side][e]), l, r, d, summary)
             }
         })
     }

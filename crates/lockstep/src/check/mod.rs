@@ -231,6 +231,21 @@ pub trait ProcessRunner: Sync {
         steps: u64,
         capture: Option<u64>,
     ) -> Result<Recorded, String>;
+
+    /// In one fresh process, on one instance, one rollout of `seed` per entry of `episodes`,
+    /// each started as its options say (the continuation check: a seeded reset, then unseeded
+    /// ones). `Ok(None)` when this runner cannot (the default) or the env has no unseeded
+    /// reset: the check then compares instances of this process only.
+    fn run_continued(
+        &self,
+        env: &str,
+        seed: u64,
+        steps: u64,
+        episodes: &[RolloutOptions],
+    ) -> Result<Option<Vec<Recorded>>, String> {
+        let _ = (env, seed, steps, episodes);
+        Ok(None)
+    }
 }
 
 /// A check could not run (as opposed to: it ran and found a difference).
@@ -383,7 +398,7 @@ pub fn run_check(
         CheckKind::OtherProcess => ctx.other_process(runner.ok_or(CheckError::NoRunner)?),
         CheckKind::ParallelWorkers => ctx.parallel(),
         CheckKind::ForkedWorkers => ctx.forked(),
-        CheckKind::Continuation => ctx.continuation(),
+        CheckKind::Continuation => ctx.continuation(runner),
     }
 }
 
