@@ -181,8 +181,11 @@ class Walker(gymnasium.Env):
             # "Smoothed" with the cached last position, which another instance may have set.
             noise = self.np_random.normal(scale=0.01, size=2) + 0.001 * Walker._last_pos
         elif self.bug == "space_sample":
-            # The opponent's push, from a space nothing seeds in a training loop.
-            noise = self.np_random.normal(scale=0.01, size=2) + (int(self.action_space.sample()) - 1) * 0.05
+            # The opponent's push, from a space nothing seeds in a training loop: twenty draws
+            # as the digits of one base-3 number, so two unseeded rollouts part at step 1
+            # (all but once in 3**20), not at a step that depends on luck.
+            push = sum(int(self.action_space.sample()) * 3**i for i in range(20)) / 3**20
+            noise = self.np_random.normal(scale=0.01, size=2) + (push - 0.5) * 0.1
         else:
             noise = self.np_random.normal(scale=0.01, size=2)
         self.pos = self.pos + (int(action) - 1) * 0.1 + noise
