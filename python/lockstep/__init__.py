@@ -53,10 +53,11 @@ def fingerprint(obj: Any, profile: str = "python") -> str:
     return _native.fingerprint(obj, profile)
 
 
-CHECKS = ("same", "other", "interleaved", "process", "parallel")
-#: Checks run only when named in ``checks``: ``continuation`` (``reset(seed)`` once, then
-#: episodes after ``reset()`` without a seed, as training loops drive an env).
-OPTIONAL_CHECKS = ("continuation",)
+#: The checks run by default, in the CLI's order (``lockstep check --checks``).
+CHECKS = ("same", "other", "interleaved", "process", "parallel", "continuation")
+#: Checks run only when named in ``checks``: ``fork`` (a worker forked from a warm process:
+#: an external env whose child can fork; not applicable to an env object of this interpreter).
+OPTIONAL_CHECKS = ("fork",)
 
 
 def check(

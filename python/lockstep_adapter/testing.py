@@ -52,6 +52,14 @@ pid_seeded     ``reset()`` without a seed reseeds the env from     0 (2nd  ``obs
                ``os.getpid()``: two instances of one process     ep., a
                agree, a fresh process does not                   fresh
                                                                  process)
+first_seed_    a class-level cache of generated layouts,          0       ``obs/pos``
+wins           ``_levels.setdefault("layout", ...)``, filled by  (inter-
+               the first reset in the process: every instance    leaved,
+               of a vector env gets the first seed's layout      paral-
+                                                                 lel)
+home_cache     caches the first layout it generates in           0       ``obs/pos``
+               ``$XDG_CACHE_HOME`` (``~/.cache``) and reuses it   (left-
+               in every later process, whatever the seed         over)
 ============== ================================================= ======= ==============
 
 ``process_random`` and ``class_cache`` pass the same-seed and other-process checks (each rollout reseeds or refills
@@ -86,6 +94,8 @@ BUGS = (
     "unseeded_global_rng",
     "clock_seeded",
     "pid_seeded",
+    "first_seed_wins",
+    "home_cache",
 )
 
 # The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
@@ -93,6 +103,24 @@ _MODULE_RNG = random.Random(0)
 
 # The ``shared_scratch`` bug: one work buffer for every instance in the process.
 _SCRATCH = np.zeros(2)
+
+
+def _home_cached_layout(pos):
+    """The ``home_cache`` bug: the first layout generated on this machine, kept in the user's
+    cache directory and read back by every later process."""
+    cache = os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "lockstep-walker",
+    )
+    path = os.path.join(cache, "layout.txt")
+    try:
+        with open(path) as f:
+            return np.array([float(x) for x in f.read().split()])
+    except FileNotFoundError:
+        os.makedirs(cache, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(" ".join(repr(float(x)) for x in pos))
+        return pos
 
 
 class Spawner:
@@ -111,6 +139,9 @@ class Walker(gymnasium.Env):
 
     # The ``class_cache`` bug: one cache for every instance in the process.
     _last_pos = None
+
+    # The ``first_seed_wins`` bug: layouts cached by name for the process, not by seed.
+    _levels = {}
 
     def __init__(self, bug=None, horizon=60):
         if bug is not None and bug not in BUGS:
@@ -149,6 +180,11 @@ class Walker(gymnasium.Env):
             self.pos = np.random.normal(size=2) + self.offset
         else:
             self.pos = self.np_random.normal(size=2) + self.offset
+        if self.bug == "first_seed_wins":
+            # The layout of the first seed reset in this process, whatever this seed is.
+            self.pos = Walker._levels.setdefault("layout", self.pos.copy()).copy()
+        if self.bug == "home_cache":
+            self.pos = _home_cached_layout(self.pos)
         if self.bug == "process_random":
             random.seed(seed)
         if self.bug == "class_cache":

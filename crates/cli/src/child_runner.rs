@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use anyhow::Context as _;
 use lockstep::check::ProcessRunner;
+use lockstep::private_dirs::PrivateDirs;
 use lockstep::trace::{Recorded, Trace, TransitionRecord};
 
 /// What `lockstep trace --json` prints: the trace, plus the captured transition when asked.
@@ -55,9 +56,11 @@ impl ChildRunner {
     }
 }
 
-impl ProcessRunner for ChildRunner {
-    fn run(
+impl ChildRunner {
+    /// `lockstep trace --env ENV --json` in `dirs` (see [`lockstep::private_dirs`]).
+    fn run_in(
         &self,
+        dirs: &PrivateDirs,
         env: &str,
         seed: u64,
         steps: u64,
@@ -74,6 +77,9 @@ impl ProcessRunner for ChildRunner {
         if let Some(k) = capture {
             cmd.args(["--capture", &k.to_string()]);
         }
+        // The CLI re-run keeps the caller's working directory, where the user's paths mean
+        // what they typed; an env's child it starts gets its own.
+        dirs.apply(&mut cmd, false);
         let out = cmd
             .stdin(Stdio::null())
             .output()
@@ -98,5 +104,34 @@ impl ProcessRunner for ChildRunner {
             // The child's kept prefix is not sent: a divergence is explained from re-runs.
             kept: Vec::new(),
         })
+    }
+}
+
+fn private_dirs() -> Result<PrivateDirs, String> {
+    PrivateDirs::new().map_err(|e| format!("private directories: {e}"))
+}
+
+impl ProcessRunner for ChildRunner {
+    fn run(
+        &self,
+        env: &str,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Recorded, String> {
+        self.run_in(&private_dirs()?, env, seed, steps, capture)
+    }
+
+    fn run_after(
+        &self,
+        env: &str,
+        earlier: u64,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Option<Recorded>, String> {
+        let dirs = private_dirs()?;
+        self.run_in(&dirs, env, earlier, steps, None)?;
+        self.run_in(&dirs, env, seed, steps, capture).map(Some)
     }
 }

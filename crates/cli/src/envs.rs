@@ -152,6 +152,11 @@ pub struct ExternalEnvArgs {
     /// start, imports). Default: the `--timeout` value.
     #[arg(long, value_name = "SECONDS")]
     pub startup_timeout: Option<f64>,
+    /// Run the external environment's processes in the caller's home, temp and working
+    /// directories, instead of fresh private ones for each (the default: nothing an earlier
+    /// run left on disk reaches a check). The leftover check then does not apply.
+    #[arg(long)]
+    pub shared_dirs: bool,
     /// The external environment's command line (after `--`), never passed through a shell.
     #[arg(last = true)]
     pub argv: Vec<String>,
@@ -188,6 +193,7 @@ impl ExternalEnvArgs {
         Ok(ProcessOptions {
             request_timeout,
             startup_timeout,
+            private_dirs: !self.shared_dirs,
             ..ProcessOptions::default()
         })
     }

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use lockstep::private_dirs::PrivateDirs;
 use lockstep::report::{GoldenOutcome, Trial};
 use lockstep::suite::{Isolated, SuiteOptions};
 
@@ -22,6 +23,10 @@ pub struct WorkerEnv {
     pub seedless: bool,
 }
 
+/// The variable that hands workers the run's store of fresh-process references
+/// (`lockstep::check::FreshRuns::with_store`): trials of one run share them.
+pub const FRESH_RUNS_VAR: &str = "LOCKSTEP_FRESH_RUNS";
+
 /// Starts one worker process per trial or golden.
 pub struct Workers {
     pub exe: PathBuf,
@@ -29,6 +34,8 @@ pub struct Workers {
     pub prefix: Vec<std::ffi::OsString>,
     pub envs: Vec<WorkerEnv>,
     pub options: SuiteOptions,
+    /// The run's store of fresh-process references, removed when the run ends.
+    pub fresh_runs: Option<PathBuf>,
 }
 
 /// Lines of a failed worker's stderr kept in the error.
@@ -42,6 +49,13 @@ impl Workers {
             .arg("worker")
             .args(args)
             .stdin(Stdio::null());
+        // A home and temp directories of its own, removed when it ended; the working
+        // directory stays the caller's (see lockstep::private_dirs).
+        let dirs = PrivateDirs::new().map_err(|e| format!("private directories: {e}"))?;
+        dirs.apply(&mut cmd, false);
+        if let Some(store) = &self.fresh_runs {
+            cmd.env(FRESH_RUNS_VAR, store);
+        }
         die_with_parent(&mut cmd);
         let out = cmd
             .output()

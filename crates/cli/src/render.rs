@@ -19,27 +19,38 @@ pub use lockstep::report::ReplayCommand;
 const MAX_VARIANTS: usize = 3;
 const MAX_CHANGES: usize = 3;
 
-/// What each column of the summary table counts, one line under it.
-const LEGEND: &str = "columns: conformity = starting state after reset(seed) is the same on a fresh instance and after an episode; success = task outcome, for envs that report one; same = one seed twice on one instance; other = other seeds give other episodes; interleaved = seeds stepped in turn; process = a fresh process; parallel = parallel threads; goldens = golden files reproduced";
+/// What each column of the summary table counts, one line under it: the two audit columns,
+/// then each check's entry when it ran, then goldens.
+const LEGEND_START: &str = "columns: conformity = starting state after reset(seed) is the same on a fresh instance and after an episode; success = task outcome, for envs that report one";
+const LEGEND_CHECKS: [(&str, &str); 8] = [
+    ("same", "one seed twice on one instance"),
+    ("other", "other seeds give other episodes"),
+    ("interleaved", "seeds stepped in turn in one process, each compared with the seed alone in a fresh process"),
+    ("process", "a fresh process"),
+    ("parallel", "parallel threads"),
+    ("fork", "a worker forked from a warm process"),
+    ("continuation", "reset(seed) once, then episodes after reset() without a seed, on two instances and in a fresh process"),
+    ("leftover", "a fresh process given the home and temp directories an earlier one used"),
+];
+const LEGEND_END: &str = "goldens = golden files reproduced";
 
-/// The continuation check's entry in the legend, when it ran.
-const CONTINUATION_LEGEND: &str =
-    "continuation = reset(seed) once, then episodes after reset() without a seed, on two instances";
+/// The legend line for the checks `report` ran.
+fn legend(report: &Report) -> String {
+    let mut parts = vec![LEGEND_START.to_string()];
+    for (name, what) in LEGEND_CHECKS {
+        if report.params.checks.iter().any(|c| c == name) {
+            parts.push(format!("{name} = {what}"));
+        }
+    }
+    parts.push(LEGEND_END.to_string());
+    parts.join("; ")
+}
 
 /// The summary table and the failures: grouped across seeds, or one block per trial with
 /// `verbose` (every trial, passing ones on one line each).
 pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>, verbose: bool) -> String {
     let mut out = table(report);
-    // A check run only by name is explained only when it ran: the default legend keeps its bytes.
-    if report.params.checks.iter().any(|c| c == "continuation") {
-        let legend = LEGEND.replace(
-            "; goldens =",
-            &format!("; {CONTINUATION_LEGEND}; goldens ="),
-        );
-        let _ = writeln!(out, "{legend}");
-    } else {
-        let _ = writeln!(out, "{LEGEND}");
-    }
+    let _ = writeln!(out, "{}", legend(report));
     if verbose {
         for t in &report.trials {
             trial_block(&mut out, t, replay);

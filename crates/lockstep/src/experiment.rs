@@ -464,6 +464,13 @@ impl Env for ResetFixtureEnv {
         &self.spec
     }
 
+    /// The next seed of the chain the last seed started (seed 0's before any reset).
+    fn reset_unseeded(&mut self, options: &Value) -> Option<Result<&Transition, EnvError>> {
+        let last = self.state.as_ref().map_or(0, |s| s.seed);
+        let seed = crate::seed::SeedTree::new(last).continued();
+        Some(self.reset(seed, options))
+    }
+
     fn reset(&mut self, seed: u64, _options: &Value) -> Result<&Transition, EnvError> {
         match &mut self.state {
             Some(s) => s.reset(seed, self.mode),

@@ -27,6 +27,7 @@ pub mod experiment;
 pub mod fingerprint;
 pub mod fixtures;
 pub mod golden;
+pub mod private_dirs;
 pub mod probe;
 pub mod report;
 pub mod seed;

@@ -29,13 +29,14 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA: &str = "lockstep-report/3";
 
 /// The replay checks, in report order.
-pub const CHECK_NAMES: [&str; 6] = [
+pub const CHECK_NAMES: [&str; 7] = [
     "same",
     "other",
     "interleaved",
     "process",
     "parallel",
     "continuation",
+    "leftover",
 ];
 
 /// What was asked for: the same for every shard of one run.

@@ -57,6 +57,15 @@ impl SeedTree {
         }
     }
 
+    /// The seed of the episode after this one when `reset()` is called without a seed (the
+    /// continuation check's unseeded resets, as training loops call them): the first `u64` of
+    /// stream `continue`. A built-in env keeps no generator across episodes; this makes its
+    /// unseeded reset continue a chain fixed by the first seed, as a Gymnasium env's
+    /// `np_random` continues from the seed of its first reset.
+    pub fn continued(&self) -> u64 {
+        self.stream("continue").next_u64()
+    }
+
     /// The stream named `label`, advanced to `position` ([`Stream::position`]) in constant
     /// time: how a saved episode state restores its random streams.
     pub fn stream_at(&self, label: &str, position: u128) -> Stream {
@@ -319,5 +328,19 @@ for seed, label in [(0, "topology"), (42, "actions/blue_dmz"), (2**64 - 1, ""), 
         );
         let want = include_str!("seed_golden.txt").trim_end();
         assert_eq!(got, want, "seed tree output moved:\n{got}");
+    }
+
+    /// Pins the chain of unseeded resets: the built-in envs' continuation episodes move if
+    /// this does.
+    #[test]
+    fn continued_seeds_are_pinned() {
+        let chain: Vec<u64> =
+            std::iter::successors(Some(7u64), |&s| Some(SeedTree::new(s).continued()))
+                .take(3)
+                .collect();
+        assert_eq!(
+            chain,
+            [7, 6_424_484_937_553_731_771, 5_288_481_521_194_786_098]
+        );
     }
 }

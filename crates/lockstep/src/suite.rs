@@ -30,7 +30,7 @@ use lockstep_canon::Value;
 
 use crate::audit::{audit_trial, inferred_contract, TrialRecord};
 use crate::check::{
-    default_rollouts, run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome,
+    default_rollouts, run_check, CheckConfig, CheckKind, CheckOutcome as ReplayOutcome, FreshRuns,
     ProcessRunner,
 };
 use crate::env::EnvFactory;
@@ -62,6 +62,9 @@ pub struct SuiteOptions {
     pub checks: Vec<CheckKind>,
     /// Rollouts of the same-seed check; `None` for [`default_rollouts`] of `steps`.
     pub rollouts: Option<usize>,
+    /// A directory where the trials of one run share their fresh-process references
+    /// ([`FreshRuns::with_store`]); `None` keeps them to each trial.
+    pub fresh_runs: Option<PathBuf>,
 }
 
 impl SuiteOptions {
@@ -196,17 +199,23 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
     let mut kinds = options.checks.clone();
     kinds.sort();
     kinds.dedup();
-    for kind in kinds {
-        match run_check(kind, factory, &cfg, Some(env.runner)) {
-            Ok(outcome) => {
-                if kind == CheckKind::SameSeed {
-                    trial.episodes = EpisodeGroup::group(&outcome.episodes);
+    // The fresh-process references start now, on threads of their own, while the in-process
+    // checks run: each seed's once, shared by the checks that compare with it.
+    let fresh = FreshRuns::with_store(env.runner, options.fresh_runs.clone());
+    std::thread::scope(|scope| {
+        fresh.prefetch(scope, &factory.id(), &kinds, &cfg);
+        for &kind in &kinds {
+            match run_check(kind, factory, &cfg, Some(&fresh)) {
+                Ok(outcome) => {
+                    if kind == CheckKind::SameSeed {
+                        trial.episodes = EpisodeGroup::group(&outcome.episodes);
+                    }
+                    trial.checks.push(check_record(kind.short(), &outcome));
                 }
-                trial.checks.push(check_record(kind.short(), &outcome));
+                Err(e) => errors.push(format!("{} check: {e}", kind.short())),
             }
-            Err(e) => errors.push(format!("{} check: {e}", kind.short())),
         }
-    }
+    });
     if !errors.is_empty() {
         trial.error = Some(errors.join("\n"));
     }

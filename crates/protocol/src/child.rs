@@ -29,6 +29,8 @@ use std::thread;
 use std::time::Duration;
 use std::time::Instant;
 
+use lockstep::private_dirs::{self, PrivateDirs};
+
 /// Longest stderr line kept (bytes); the rest of a longer line is dropped.
 const STDERR_LINE_MAX: usize = 2000;
 
@@ -126,23 +128,49 @@ pub(crate) struct Child {
     max_line: usize,
     /// Set once stdout ended, so later requests fail at once.
     ended: bool,
+    /// The child's private directories, removed after it ended (dropped after `process`).
+    _dirs: Option<Arc<PrivateDirs>>,
 }
 
 impl Child {
     /// Starts `argv` (no shell) with extra environment variables.
+    /// With `dirs`, the child runs in those private directories (see
+    /// [`lockstep::private_dirs`]): relative paths of `argv` that exist here are made absolute,
+    /// and so is a `PYTHONPATH` of `env`.
     pub(crate) fn spawn(
         argv: &[String],
         env: &[(String, String)],
+        dirs: Option<Arc<PrivateDirs>>,
         max_line: usize,
         stderr_lines: usize,
     ) -> io::Result<Child> {
+        let caller_dir = std::env::current_dir()?;
+        let argv: Vec<String> = match &dirs {
+            Some(_) => argv
+                .iter()
+                .map(|a| private_dirs::absolute_arg(a, &caller_dir))
+                .collect(),
+            None => argv.to_vec(),
+        };
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty command line"))?;
         let mut command = Command::new(program);
+        command.args(args);
+        if let Some(dirs) = &dirs {
+            dirs.apply(&mut command, true);
+        }
+        for (k, v) in env {
+            if dirs.is_some() && k == "PYTHONPATH" {
+                command.env(
+                    k,
+                    private_dirs::python_path_from(Some(v.as_ref()), &caller_dir),
+                );
+            } else {
+                command.env(k, v);
+            }
+        }
         command
-            .args(args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -180,6 +208,7 @@ impl Child {
             stderr_done,
             max_line,
             ended: false,
+            _dirs: dirs,
         })
     }
 

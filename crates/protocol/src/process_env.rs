@@ -1,5 +1,6 @@
 //! [`ProcessEnv`]: an [`Env`] served by a child process, and its factory.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +12,7 @@ use crate::conn::{in_flight, lock, quiet, Conn, Link, Shared};
 use crate::message::{self, Handshake, Reply, WireContract};
 use lockstep::check::{Forker, ProcessRunner};
 use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
+use lockstep::private_dirs::PrivateDirs;
 use lockstep::trace::{self, Recorded, RolloutOptions};
 
 /// Limits and environment of an env process.
@@ -40,6 +42,11 @@ pub struct ProcessOptions {
     /// time, not in turns. False sends one request at a time per child, as for every other
     /// child, and the child serves them all on one thread (faster when nothing overlaps).
     pub concurrent_instances: bool,
+    /// Every child gets fresh private home, temp, XDG and working directories
+    /// ([`lockstep::private_dirs`]), so that nothing an earlier run left on disk reaches it.
+    /// False runs children in the caller's (`--shared-dirs`); the leftover check then does not
+    /// apply.
+    pub private_dirs: bool,
 }
 
 impl Default for ProcessOptions {
@@ -52,6 +59,7 @@ impl Default for ProcessOptions {
             env: Vec::new(),
             vary_python_hash_seed: true,
             concurrent_instances: true,
+            private_dirs: true,
         }
     }
 }
@@ -117,17 +125,32 @@ enum Request {
     Close,
 }
 
-/// Starts `argv` and reads its handshake.
+/// Starts `argv` and reads its handshake. The child gets `dirs` as its private directories,
+/// or fresh ones, unless [`ProcessOptions::private_dirs`] is off.
 fn start(
     argv: &[String],
     options: &ProcessOptions,
     extra: &[(String, String)],
+    dirs: Option<Arc<PrivateDirs>>,
 ) -> Result<(Conn, Handshake), EnvError> {
     let command = display_argv(argv);
+    let cannot =
+        |e: std::io::Error| EnvError::new(format!("env process `{command}`: cannot start: {e}"));
     let mut env = options.env.clone();
     env.extend(extra.iter().cloned());
-    let mut child = Child::spawn(argv, &env, options.max_message_bytes, options.stderr_lines)
-        .map_err(|e| EnvError::new(format!("env process `{command}`: cannot start: {e}")))?;
+    let dirs = match (options.private_dirs, dirs) {
+        (false, _) => None,
+        (true, Some(d)) => Some(d),
+        (true, None) => Some(Arc::new(PrivateDirs::new().map_err(cannot)?)),
+    };
+    let mut child = Child::spawn(
+        argv,
+        &env,
+        dirs,
+        options.max_message_bytes,
+        options.stderr_lines,
+    )
+    .map_err(cannot)?;
     let handshake = match child.recv(options.startup_timeout) {
         Ok(line) => message::parse_line(line)
             .map_err(|e| format!("the handshake is not JSON ({e}): {}", excerpt(line)))
@@ -186,15 +209,16 @@ fn control(
 impl ProcessEnv {
     /// Starts `argv` (no shell) and reads its handshake; the env speaks `lockstep/1`.
     pub fn spawn(argv: &[String], options: &ProcessOptions) -> Result<ProcessEnv, EnvError> {
-        Self::spawn_with_env(argv, options, &[])
+        Self::spawn_with_env(argv, options, &[], None)
     }
 
     fn spawn_with_env(
         argv: &[String],
         options: &ProcessOptions,
         extra: &[(String, String)],
+        dirs: Option<Arc<PrivateDirs>>,
     ) -> Result<ProcessEnv, EnvError> {
-        let (conn, handshake) = start(argv, options, extra)?;
+        let (conn, handshake) = start(argv, options, extra, dirs)?;
         let pid = conn.child.id();
         Ok(Self::instance(
             Arc::new(Link::new(conn)),
@@ -638,6 +662,9 @@ pub struct ProcessEnvFactory {
     other_processes: AtomicU64,
     /// Children started in all (for tests and reports of what a run cost).
     started: AtomicU64,
+    /// The private directories of each reference run (seed, steps) that ended: the leftover
+    /// check's first process, when it asks for that seed (see [`ProcessRunner::run_after`]).
+    reference_dirs: Mutex<BTreeMap<(u64, u64), Arc<PrivateDirs>>>,
 }
 
 impl ProcessEnvFactory {
@@ -648,6 +675,7 @@ impl ProcessEnvFactory {
             options,
             other_processes: AtomicU64::new(0),
             started: AtomicU64::new(0),
+            reference_dirs: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -681,8 +709,46 @@ impl ProcessEnvFactory {
     }
 
     fn spawn_with_hash_seed(&self, hash_seed: u64) -> Result<ProcessEnv, EnvError> {
+        self.spawn_in(hash_seed, None)
+    }
+
+    /// A fresh child with `PYTHONHASHSEED=hash_seed` (when varied) in `dirs`, or in fresh
+    /// private directories.
+    fn spawn_in(
+        &self,
+        hash_seed: u64,
+        dirs: Option<Arc<PrivateDirs>>,
+    ) -> Result<ProcessEnv, EnvError> {
         self.started.fetch_add(1, Ordering::Relaxed);
-        ProcessEnv::spawn_with_env(&self.argv, &self.options, &self.hash_seed_env(hash_seed))
+        ProcessEnv::spawn_with_env(
+            &self.argv,
+            &self.options,
+            &self.hash_seed_env(hash_seed),
+            dirs,
+        )
+    }
+
+    /// One rollout on a fresh child (see [`Self::spawn_in`]), recorded here with the first
+    /// transitions kept as the check's own rollouts keep them, and the child closed.
+    fn fresh_rollout(
+        &self,
+        hash_seed: u64,
+        dirs: Option<Arc<PrivateDirs>>,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Recorded, String> {
+        let mut env = self.spawn_in(hash_seed, dirs).map_err(|e| e.to_string())?;
+        let opts = RolloutOptions {
+            capture,
+            keep_first: trace::KeepFirst::CHECKS,
+            ..RolloutOptions::default()
+        };
+        let recorded = trace::rollout(&mut env, seed, steps, &opts).map_err(|e| e.to_string());
+        let closed = env.close();
+        let recorded = recorded?;
+        closed.map_err(|e| e.to_string())?;
+        Ok(recorded)
     }
 
     /// A factory for one trial: every instance it makes lives in one child when the child
@@ -727,7 +793,7 @@ impl ProcessSession<'_> {
         }
         if host.is_none() {
             f.started.fetch_add(1, Ordering::Relaxed);
-            let (mut conn, handshake) = start(&f.argv, &f.options, &f.hash_seed_env(0))?;
+            let (mut conn, handshake) = start(&f.argv, &f.options, &f.hash_seed_env(0), None)?;
             let pid = conn.child.id();
             if !handshake.offers_v2() {
                 // A lockstep/1 child hosts one env: this instance is its own child.
@@ -860,6 +926,10 @@ impl Forker for ProcessEnvFactory {
     }
 }
 
+fn lock_map<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The other-process check for an external env: each run is a rollout of a fresh child (a new
 /// interpreter, and with [`ProcessOptions::vary_python_hash_seed`] another string-hash salt),
 /// recorded by this process. Reset options are JSON null, as for every [`ProcessRunner`].
@@ -871,19 +941,57 @@ impl ProcessRunner for ProcessEnvFactory {
         steps: u64,
         capture: Option<u64>,
     ) -> Result<Recorded, String> {
-        let mut env = self.spawn_other_process().map_err(|e| e.to_string())?;
         // The rollout is recorded here, so it keeps its first transitions as the check's own
         // rollouts do: a difference there is explained without running the child again.
-        let opts = RolloutOptions {
-            capture,
-            keep_first: trace::KeepFirst::CHECKS,
-            ..RolloutOptions::default()
+        let n = self.other_processes.fetch_add(1, Ordering::Relaxed) + 1;
+        self.fresh_rollout(n, None, seed, steps, capture)
+    }
+
+    /// The seed alone in a fresh child with the string-hash salt of the trial's own child
+    /// (`PYTHONHASHSEED=0`): only being fresh differs.
+    fn run_reference(
+        &self,
+        _env: &str,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Option<Recorded>, String> {
+        if capture.is_some() || !self.options.private_dirs {
+            return self.fresh_rollout(0, None, seed, steps, capture).map(Some);
+        }
+        let dirs = Arc::new(PrivateDirs::new().map_err(|e| format!("private directories: {e}"))?);
+        let recorded = self.fresh_rollout(0, Some(Arc::clone(&dirs)), seed, steps, None)?;
+        lock_map(&self.reference_dirs).insert((seed, steps), dirs);
+        Ok(Some(recorded))
+    }
+
+    /// Two fresh children one after the other in the same private directories: `earlier`
+    /// plays in the first, `seed` in the second. Not applicable without private directories.
+    fn run_after(
+        &self,
+        _env: &str,
+        earlier: u64,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Option<Recorded>, String> {
+        if !self.options.private_dirs {
+            return Ok(None);
+        }
+        // The directories a reference run of `earlier` used and left, taken once; else a first
+        // process plays `earlier` now.
+        let used = lock_map(&self.reference_dirs).remove(&(earlier, steps));
+        let dirs = match used {
+            Some(dirs) => dirs,
+            None => {
+                let dirs =
+                    Arc::new(PrivateDirs::new().map_err(|e| format!("private directories: {e}"))?);
+                self.fresh_rollout(0, Some(Arc::clone(&dirs)), earlier, steps, None)?;
+                dirs
+            }
         };
-        let recorded = trace::rollout(&mut env, seed, steps, &opts).map_err(|e| e.to_string());
-        let closed = env.close();
-        let recorded = recorded?;
-        closed.map_err(|e| e.to_string())?;
-        Ok(recorded)
+        self.fresh_rollout(0, Some(dirs), seed, steps, capture)
+            .map(Some)
     }
 
     /// The continuation check's episodes in a fresh child: a pid, a hash seed and a clock of

@@ -234,7 +234,9 @@ fn process_global_random_and_class_cache_fail_the_interleaved_check() {
         let p = run_check(CheckKind::ParallelWorkers, &session, &cfg, Some(&f)).unwrap();
         assert!(!p.passed, "{bug}: parallel: {}", p.summary);
         drop(session);
-        assert_eq!(f.children_started(), 1, "{bug}: one child for the session");
+        // One child for the session's instances; each seed alone in a fresh one, for each
+        // check (run one by one here, they share no references).
+        assert_eq!(f.children_started(), 1 + 3 + 4, "{bug}");
     }
 }
 
@@ -255,8 +257,10 @@ fn correct_walker_passes_every_check_in_one_child() {
         assert!(o.passed, "{:?}: {}", o.check, o.summary);
     }
     drop(session);
-    // The session's child, and the other-process check's.
-    assert_eq!(f.children_started(), 2);
+    // The session's child; the other-process check's; seeds 7..=10 alone, each once, shared
+    // by the interleaved, parallel and leftover checks; the continuation check's; the
+    // leftover check's two sharing a home.
+    assert_eq!(f.children_started(), 1 + 1 + 4 + 1 + 2);
 }
 
 /// Issue 10 item 2: the forked-workers check. An env whose new instances read a module RNG
@@ -425,4 +429,90 @@ fn seed_once_then_reset_fails_the_continuation_check() {
     let cartpole = factory(&["gymnasium", "CartPole-v1"]);
     let o = run_check(CheckKind::Continuation, &cartpole, &cfg, Some(&cartpole)).unwrap();
     assert!(o.applicable && o.passed, "CartPole-v1: {}", o.summary);
+}
+
+/// Issue 26 item 2 (the pattern "many instances in one process"): a vector env creates its
+/// sub-envs together and seeds them S..S+N-1; an env with a class-level cache filled by the
+/// first reset in the process (`_levels.setdefault(...)`) gives them all the first seed's
+/// layout. The interleaved check missed it while its solo references ran in the same child,
+/// after the cache was filled. Each reference is now the seed alone in a fresh process.
+#[test]
+fn a_cache_filled_by_the_first_reset_fails_interleaved_and_parallel() {
+    require(&["gymnasium"]);
+    let f = walker(Some("first_seed_wins"));
+    // The trial's instances share one child, as `lockstep check` hosts them.
+    let session = f.session();
+    let cfg = CheckConfig::new(5, 20);
+    for kind in [CheckKind::Interleaved, CheckKind::ParallelWorkers] {
+        let o = run_check(kind, &session, &cfg, Some(&f)).unwrap();
+        assert!(o.applicable && !o.passed, "{kind}: {}", o.summary);
+        let d = o.divergence.as_ref().unwrap();
+        assert_eq!((d.step, d.key()), (0, "pos"), "{kind}: {}", o.summary);
+        assert!(o.left.ends_with("alone in a fresh process"), "{}", o.left);
+        if kind == CheckKind::Interleaved {
+            assert!(o.summary.contains("env 1 of 3"), "{}", o.summary);
+        }
+    }
+    for kind in [CheckKind::SameSeed, CheckKind::OtherProcess] {
+        let o = run_check(kind, &session, &cfg, Some(&f)).unwrap();
+        assert!(o.passed, "{kind}: {}", o.summary);
+    }
+    // The honest walker passes, each layout of instances named in the summary.
+    let good = walker(None);
+    let session = good.session();
+    let o = run_check(CheckKind::Interleaved, &session, &cfg, Some(&good)).unwrap();
+    assert!(o.passed, "{}", o.summary);
+    assert!(
+        o.summary.contains("created together")
+            && o.summary
+                .contains("each created after the last one's reset")
+            && o.summary.contains("alone in a fresh process"),
+        "{}",
+        o.summary
+    );
+}
+
+/// Issue 26 item 4 (the pattern "nothing left by an earlier run"): an env that caches its
+/// first layout under `~/.cache/` gave every later process that layout, so a check's verdict
+/// depended on what the last run left. Every child now has fresh private directories, and the
+/// leftover check shows what a shared home would do.
+#[test]
+fn a_layout_cached_in_the_home_fails_the_leftover_check_every_time() {
+    require(&["gymnasium"]);
+    let cfg = CheckConfig::new(5, 20);
+    let f = walker(Some("home_cache"));
+    for run in 1..=2 {
+        let session = f.session();
+        let o = run_check(CheckKind::Leftover, &session, &cfg, Some(&f)).unwrap();
+        assert!(o.applicable && !o.passed, "run {run}: {}", o.summary);
+        let d = o.divergence.as_ref().unwrap();
+        assert_eq!((d.step, d.key()), (0, "pos"), "{}", o.summary);
+        assert!(
+            o.summary.contains("after seed 6 ran with the same home"),
+            "{}",
+            o.summary
+        );
+        // Private directories: no process of the check sees another's cache.
+        for kind in [
+            CheckKind::SameSeed,
+            CheckKind::OtherSeed,
+            CheckKind::OtherProcess,
+        ] {
+            let o = run_check(kind, &session, &cfg, Some(&f)).unwrap();
+            assert!(o.passed, "run {run}: {kind}: {}", o.summary);
+        }
+    }
+    let good = walker(None);
+    let o = run_check(CheckKind::Leftover, &good, &cfg, Some(&good)).unwrap();
+    assert!(o.applicable && o.passed, "{}", o.summary);
+    // Opted out: the children share the caller's directories, and the check does not apply.
+    let shared = ProcessEnvFactory::new(
+        good.argv.clone(),
+        lockstep_protocol::ProcessOptions {
+            private_dirs: false,
+            ..options()
+        },
+    );
+    let o = run_check(CheckKind::Leftover, &shared, &cfg, Some(&shared)).unwrap();
+    assert!(!o.applicable && !o.passed, "{}", o.summary);
 }

@@ -16,13 +16,25 @@ use crate::convert::serde_to_py;
 use crate::errors::{error, Kind};
 use crate::py_env::PyFactory;
 
-/// Stands in for the process runner when the process check is not run (the env is not
-/// importable by name); never called, because `process` is then not among the checks.
+/// Stands in for the process runner when the env is not importable by name: `process` is then
+/// not among the checks, and the others have no fresh process to compare with.
 struct NoProcess;
 
 impl ProcessRunner for NoProcess {
     fn run(&self, env: &str, _: u64, _: u64, _: Option<u64>) -> Result<Recorded, String> {
         Err(format!("{env}: the process check was not asked for"))
+    }
+
+    /// No fresh process: the multi-instance checks compare with a fresh instance here, and
+    /// say so.
+    fn run_reference(
+        &self,
+        _: &str,
+        _: u64,
+        _: u64,
+        _: Option<u64>,
+    ) -> Result<Option<Recorded>, String> {
+        Ok(None)
     }
 }
 
@@ -117,6 +129,7 @@ pub fn check(
         steps,
         checks: kinds,
         rollouts: None,
+        fresh_runs: None,
     };
     let params = RunParams {
         envs: vec![env_id.clone()],

@@ -91,6 +91,9 @@ pub struct RangeEnv {
     techniques: [u32; N_AGENTS],
     /// The service-derived sets of `state`, recomputed when a step says services changed.
     services: sim::ServiceSets,
+    /// The seed of the last episode: an unseeded reset continues its chain
+    /// ([`lockstep::seed::SeedTree::continued`]).
+    last_seed: Option<u64>,
 }
 
 impl RangeEnv {
@@ -112,6 +115,7 @@ impl RangeEnv {
             sets: [[0; N_TYPES]; N_AGENTS],
             techniques: [u32::MAX; N_AGENTS],
             services,
+            last_seed: None,
         };
         env.rebuild();
         Ok(env)
@@ -159,6 +163,7 @@ impl RangeEnv {
             self.params = params;
         }
         self.state = sim::reset(seed, &self.params);
+        self.last_seed = Some(seed);
         self.services = sim::service_sets(&self.state);
         self.started = true;
         if reshape {
@@ -557,6 +562,13 @@ impl Env for RangeEnv {
             params_from_options(&self.base, options).map_err(|e| EnvError::new(e.to_string()))?;
         self.reset_with(seed, params)
             .map_err(|e| EnvError::new(e.to_string()))
+    }
+
+    /// The next seed of the chain the last seed started (seed 0's chain before any reset):
+    /// a training loop's `reset()` gives a new episode, and the same one on every instance.
+    fn reset_unseeded(&mut self, options: &Value) -> Option<Result<&Transition, EnvError>> {
+        let seed = lockstep::seed::SeedTree::new(self.last_seed.unwrap_or(0)).continued();
+        Some(self.reset(seed, options))
     }
 
     fn step(&mut self, actions: &Actions) -> Result<&Transition, EnvError> {

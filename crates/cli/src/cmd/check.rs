@@ -87,14 +87,9 @@ pub struct Args {
     /// Run only shard I of N (seeds and goldens by position); merge with `lockstep report merge`.
     #[arg(long)]
     shard: Option<String>,
-    /// Replay checks to run, comma-separated, each once. Two more run only by name: `fork`
-    /// (a worker forked from a warm process) and `continuation` (reset(seed) once, then
-    /// reset() without a seed, as training loops do).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "same,other,interleaved,process,parallel"
-    )]
+    /// Replay checks to run, comma-separated, each once. One more runs only by name: `fork`
+    /// (a worker forked from a warm process).
+    #[arg(long, value_delimiter = ',', default_value = lockstep::check::DEFAULT_CHECKS)]
     checks: Vec<String>,
     /// Show every trial on the terminal, one block per failing trial, instead of failures
     /// grouped across seeds.
@@ -172,6 +167,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 argv: argv.clone(),
                 timeout: args.external.timeout,
                 startup_timeout: args.external.startup_timeout,
+                shared_dirs: args.external.shared_dirs,
             }),
             None => {
                 crate::envs::resolve(id)?;
@@ -227,6 +223,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         argv: argv.clone(),
                         timeout: args.external.timeout,
                         startup_timeout: args.external.startup_timeout,
+                        shared_dirs: args.external.shared_dirs,
                     }),
             })
             .collect(),
@@ -235,6 +232,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         steps: args.steps,
         checks: kinds,
         rollouts: args.rollouts,
+        fresh_runs: None,
     };
 
     // TigerBeetle's habit: say what determines the run before running it.
@@ -293,11 +291,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // This very CLI re-run (the interpreter and `-m lockstep` when it runs inside Python).
     let me = crate::child_runner::ChildRunner::current()?;
+    // The trials' fresh-process references, each run once for the whole run.
+    let fresh_runs = tempfile::Builder::new()
+        .prefix("lockstep-fresh-runs-")
+        .tempdir()
+        .context("creating the directory of fresh-process references")?;
     let workers = Workers {
         exe: me.exe,
         prefix: me.prefix,
         envs: worker_envs,
         options,
+        fresh_runs: Some(fresh_runs.path().to_path_buf()),
     };
     let runnable: Vec<(usize, u64)> = work
         .iter()
@@ -346,6 +350,9 @@ fn external_args(c: &ExternalCommand) -> Vec<String> {
     ];
     if let Some(s) = c.startup_timeout {
         a.extend(["--startup-timeout".to_string(), s.to_string()]);
+    }
+    if c.shared_dirs {
+        a.push("--shared-dirs".to_string());
     }
     a.push("--".to_string());
     a.extend(c.argv.iter().cloned());

@@ -33,12 +33,8 @@ pub struct Args {
     #[arg(long)]
     pub seedless: bool,
     /// Checks to run, comma-separated, each once: same, other, interleaved, process, parallel,
-    /// fork (forked workers: external envs whose child can fork).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "same,other,interleaved,process,parallel"
-    )]
+    /// continuation, and by name only fork (forked workers: external envs whose child can fork).
+    #[arg(long, value_delimiter = ',', default_value = lockstep::check::DEFAULT_CHECKS)]
     pub checks: Vec<String>,
     /// Also write the results as JSON to this file.
     #[arg(long)]

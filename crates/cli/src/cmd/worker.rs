@@ -70,6 +70,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 steps: a.steps,
                 checks: parse_checks(&a.checks).map_err(anyhow::Error::msg)?,
                 rollouts: a.rollouts,
+                fresh_runs: std::env::var_os(crate::isolated::FRESH_RUNS_VAR)
+                    .map(std::path::PathBuf::from),
             };
             serde_json::to_string(&run_trial(&env, a.seed, &options))?
         }

@@ -14,7 +14,7 @@
 //! An env with no unseeded reset ([`crate::env::Env::reset_unseeded`] answers `None`: the
 //! built-in envs derive every episode from its seed) gets a not-applicable outcome, never a pass.
 
-use super::{first_divergence, CheckError, CheckOutcome, Ctx, ProcessRunner};
+use super::{first_divergence, CheckConfig, CheckError, CheckOutcome, Ctx, ProcessRunner};
 use crate::trace::{Recorded, RolloutOptions, TraceError};
 
 /// Unseeded episodes after the seeded one. Three catch a leak at the first continuation (the
@@ -32,25 +32,28 @@ enum Played {
     NoUnseededReset,
 }
 
-impl Ctx<'_> {
+impl CheckConfig {
     /// The options of episode `e` (0 is the seeded one), with the transition at step `capture`
     /// kept when asked. The action sampler's seed is S+e: the same on every side compared,
-    /// another for each episode, so an episode is not a copy of the previous one.
+    /// another for each episode, so an episode is not a copy of the previous one. Episode 0
+    /// is the rollout every other check plays of the seed.
     fn continuation_opts(&self, e: usize, capture: Option<u64>) -> RolloutOptions {
         RolloutOptions {
-            action_seed: Some(self.cfg.seed.wrapping_add(e as u64)),
+            action_seed: Some(self.seed.wrapping_add(e as u64)),
             unseeded: e > 0,
-            ..self.cfg.opts(capture)
+            ..self.opts(capture)
         }
     }
 
     /// Every episode's options, with `capture` kept in episode `capture.0`.
-    fn continuation_plan(&self, capture: Option<(usize, u64)>) -> Vec<RolloutOptions> {
+    pub(super) fn continuation_plan(&self, capture: Option<(usize, u64)>) -> Vec<RolloutOptions> {
         (0..=CONTINUATION_EPISODES)
             .map(|e| self.continuation_opts(e, capture.and_then(|(ce, k)| (ce == e).then_some(k))))
             .collect()
     }
+}
 
+impl Ctx<'_> {
     /// One fresh instance in this process plays the plan.
     fn continued_here(
         &self,
@@ -59,7 +62,7 @@ impl Ctx<'_> {
     ) -> Result<Played, CheckError> {
         let mut env = self.make()?;
         let mut episodes = Vec::with_capacity(CONTINUATION_EPISODES + 1);
-        for (e, opts) in self.continuation_plan(capture).iter().enumerate() {
+        for (e, opts) in self.cfg.continuation_plan(capture).iter().enumerate() {
             match crate::trace::rollout(env.as_mut(), self.cfg.seed, self.cfg.steps, opts) {
                 Ok(r) => episodes.push(r),
                 Err(TraceError::NoUnseededReset) => return Ok(Played::NoUnseededReset),
@@ -86,7 +89,7 @@ impl Ctx<'_> {
                 &self.factory.id(),
                 self.cfg.seed,
                 self.cfg.steps,
-                &self.continuation_plan(capture),
+                &self.cfg.continuation_plan(capture),
             )
             .map_err(|e| CheckError::Runner(format!("continuation in a fresh process: {e}")))
     }

@@ -18,9 +18,10 @@
 //! - [`CheckKind::ParallelWorkers`]: `workers` rollouts with consecutive seeds on as many
 //!   threads at once (released together after their resets) each match their solo rollout.
 //!
-//! Two more run by name: [`CheckKind::ForkedWorkers`] (`fork.rs`) and
-//! [`CheckKind::Continuation`] (`continuation.rs`: the seed at the first reset only, then
-//! unseeded resets, as training loops drive an env).
+//! - [`CheckKind::Continuation`] (`continuation.rs`): the seed at the first reset only, then
+//!   unseeded resets, as training loops drive an env.
+//!
+//! One more runs by name: [`CheckKind::ForkedWorkers`] (`fork.rs`).
 //!
 //! A failure carries the first [`Divergence`]: step, agent and key from the digests, then the
 //! element with both values from the two transitions of that step. Every rollout of a check
@@ -33,9 +34,12 @@
 mod continuation;
 mod divergence;
 mod fork;
+mod fresh_runs;
+mod leftover;
 
 pub use continuation::CONTINUATION_EPISODES;
 pub use fork::{Forker, WARM_UP_OFFSETS};
+pub use fresh_runs::{reference_seeds, FreshRuns};
 
 pub use divergence::{
     element_text, explain, first_divergence, step_site, Detail, Divergence, InfoChange, Site,
@@ -63,21 +67,24 @@ pub enum CheckKind {
     ParallelWorkers,
     ForkedWorkers,
     Continuation,
+    Leftover,
 }
 
 impl CheckKind {
-    pub const ALL: [CheckKind; 5] = [
+    /// The checks run by default, in the order a trial runs them.
+    pub const ALL: [CheckKind; 7] = [
         CheckKind::SameSeed,
         CheckKind::OtherSeed,
         CheckKind::Interleaved,
         CheckKind::OtherProcess,
         CheckKind::ParallelWorkers,
+        CheckKind::Continuation,
+        CheckKind::Leftover,
     ];
 
-    /// Every check, the forked-workers and continuation checks included (they apply to
-    /// external envs, whose child can fork or reset without a seed; run them by name,
-    /// `--checks fork`, `--checks continuation`).
-    pub const EVERY: [CheckKind; 7] = [
+    /// Every check, the forked-workers check included (it applies to external envs whose
+    /// child can fork: run it by name, `--checks ...,fork`).
+    pub const EVERY: [CheckKind; 8] = [
         CheckKind::SameSeed,
         CheckKind::OtherSeed,
         CheckKind::Interleaved,
@@ -85,6 +92,7 @@ impl CheckKind {
         CheckKind::ParallelWorkers,
         CheckKind::ForkedWorkers,
         CheckKind::Continuation,
+        CheckKind::Leftover,
     ];
 
     /// The short name used on the command line: `same`, `other`, `interleaved`, `process`,
@@ -98,6 +106,7 @@ impl CheckKind {
             CheckKind::ParallelWorkers => "parallel",
             CheckKind::ForkedWorkers => "fork",
             CheckKind::Continuation => "continuation",
+            CheckKind::Leftover => "leftover",
         }
     }
 
@@ -112,6 +121,7 @@ impl CheckKind {
             CheckKind::ParallelWorkers => "parallel_workers",
             CheckKind::ForkedWorkers => "forked_workers",
             CheckKind::Continuation => "continuation",
+            CheckKind::Leftover => "leftover",
         }
     }
 }
@@ -136,6 +146,9 @@ impl FromStr for CheckKind {
             })
     }
 }
+
+/// [`CheckKind::ALL`] as the command line's `--checks` default (a test keeps them equal).
+pub const DEFAULT_CHECKS: &str = "same,other,interleaved,process,parallel,continuation,leftover";
 
 /// Rollouts of the same-seed check unless asked otherwise: a fault that shows at the k-th
 /// reset of one instance (a counter raising a level every few resets, a cache that fills up) is
@@ -232,6 +245,37 @@ pub trait ProcessRunner: Sync {
         capture: Option<u64>,
     ) -> Result<Recorded, String>;
 
+    /// `seed` alone in a fresh process that differs from the one hosting the check's instances
+    /// only in being fresh (the same string-hash salt): the reference of the multi-instance
+    /// checks, so that a cache the first reset of a process fills (a class-level dict, a module
+    /// global) cannot hide in the reference too. `Ok(None)` when this runner cannot start the
+    /// env by name (an env object of a Python interpreter): the check then compares with a
+    /// fresh instance of this process, and says so.
+    fn run_reference(
+        &self,
+        env: &str,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Option<Recorded>, String> {
+        self.run(env, seed, steps, capture).map(Some)
+    }
+
+    /// `seed` in a fresh process started after another fresh process played `earlier` and
+    /// ended, both with the same private home, temp and working directories (the leftover
+    /// check: what one run leaves on disk for the next). `Ok(None)` when this runner cannot.
+    fn run_after(
+        &self,
+        env: &str,
+        earlier: u64,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Option<Recorded>, String> {
+        let _ = (env, earlier, seed, steps, capture);
+        Ok(None)
+    }
+
     /// In one fresh process, on one instance, one rollout of `seed` per entry of `episodes`,
     /// each started as its options say (the continuation check: a seeded reset, then unseeded
     /// ones). `Ok(None)` when this runner cannot (the default) or the env has no unseeded
@@ -260,7 +304,7 @@ pub enum CheckError {
     },
     #[error("{check}: could not make an env instance: {source}")]
     Make { check: CheckKind, source: EnvError },
-    #[error("other_process: the child process failed: {0}")]
+    #[error("a fresh process failed: {0}")]
     Runner(String),
     #[error("other_process needs a process runner")]
     NoRunner,
@@ -377,10 +421,20 @@ pub fn run_checks(
     cfg: &CheckConfig,
     runner: Option<&dyn ProcessRunner>,
 ) -> Result<Vec<CheckOutcome>, CheckError> {
-    kinds
-        .iter()
-        .map(|&k| run_check(k, factory, cfg, runner))
-        .collect()
+    let Some(runner) = runner else {
+        return kinds
+            .iter()
+            .map(|&k| run_check(k, factory, cfg, None))
+            .collect();
+    };
+    let shared = FreshRuns::new(runner);
+    std::thread::scope(|scope| {
+        shared.prefetch(scope, &factory.id(), kinds, cfg);
+        kinds
+            .iter()
+            .map(|&k| run_check(k, factory, cfg, Some(&shared)))
+            .collect()
+    })
 }
 
 /// Runs one check.
@@ -394,11 +448,12 @@ pub fn run_check(
     match kind {
         CheckKind::SameSeed => ctx.same_seed(),
         CheckKind::OtherSeed => ctx.other_seed(),
-        CheckKind::Interleaved => ctx.interleaved(),
+        CheckKind::Interleaved => ctx.interleaved(runner),
         CheckKind::OtherProcess => ctx.other_process(runner.ok_or(CheckError::NoRunner)?),
-        CheckKind::ParallelWorkers => ctx.parallel(),
+        CheckKind::ParallelWorkers => ctx.parallel(runner),
         CheckKind::ForkedWorkers => ctx.forked(),
         CheckKind::Continuation => ctx.continuation(runner),
+        CheckKind::Leftover => ctx.leftover(runner),
     }
 }
 
@@ -406,6 +461,12 @@ struct Ctx<'a> {
     kind: CheckKind,
     factory: &'a dyn EnvFactory,
     cfg: &'a CheckConfig,
+}
+
+/// The reference runs of a multi-instance check, and whether each ran alone in a fresh process.
+struct References {
+    runs: Vec<Recorded>,
+    fresh: bool,
 }
 
 /// The comparison of two runs of one scenario: which runs, and where they first differ.
@@ -649,13 +710,29 @@ impl Ctx<'_> {
         Ok(self.outcome(&reference, l, r, Some(first), !declared, summary))
     }
 
-    fn interleaved_runs(&self, capture: Option<u64>) -> Result<Vec<Recorded>, CheckError> {
+    /// The interleaved scenario: `k` instances, all created before any reset (as a vector env
+    /// creates its sub-envs) when `together`, else each created after the last one's reset;
+    /// then stepped alternately in one thread.
+    fn interleaved_runs(
+        &self,
+        together: bool,
+        capture: Option<u64>,
+    ) -> Result<Vec<Recorded>, CheckError> {
         let k = self.cfg.interleaved;
-        let mut envs = (0..k).map(|_| self.make()).collect::<Result<Vec<_>, _>>()?;
+        let mut slots: Vec<Option<Box<dyn Env>>> = (0..k).map(|_| None).collect();
+        if together {
+            for slot in slots.iter_mut() {
+                *slot = Some(self.make()?);
+            }
+        }
         let opts = self.cfg.opts(capture);
         let mut rolls = Vec::with_capacity(k);
-        for (i, env) in envs.iter_mut().enumerate() {
+        for (i, slot) in slots.iter_mut().enumerate() {
             let seed = self.cfg.seed_at(i);
+            let env = match slot {
+                Some(env) => env,
+                None => slot.insert(self.make()?),
+            };
             let r = Rollout::start(env.as_mut(), seed, self.cfg.steps, &opts)
                 .map_err(self.rollout_err(format!("env {i} (seed {seed}) interleaved")))?;
             rolls.push(r);
@@ -693,48 +770,125 @@ impl Ctx<'_> {
             .min_by_key(|c| (c.divergence.step, c.left))
     }
 
+    /// The reference runs of a multi-instance check: each seed alone in a fresh process, or,
+    /// when the runner cannot start one, on a fresh instance here (`fresh` false).
+    fn references(
+        &self,
+        n: usize,
+        runner: Option<&dyn ProcessRunner>,
+    ) -> Result<References, CheckError> {
+        if let Some(runner) = runner {
+            let id = self.factory.id();
+            let mut runs = Vec::with_capacity(n);
+            for i in 0..n {
+                let seed = self.cfg.seed_at(i);
+                match runner
+                    .run_reference(&id, seed, self.cfg.steps, None)
+                    .map_err(CheckError::Runner)?
+                {
+                    Some(r) => runs.push(r),
+                    None => break,
+                }
+            }
+            if runs.len() == n {
+                return Ok(References { runs, fresh: true });
+            }
+        }
+        let runs = (0..n)
+            .map(|i| self.solo(self.cfg.seed_at(i), None))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(References { runs, fresh: false })
+    }
+
+    /// Reference `i` again, with the transition at step `k` captured.
+    fn reference_again(
+        &self,
+        i: usize,
+        fresh: bool,
+        runner: Option<&dyn ProcessRunner>,
+        k: u64,
+    ) -> Result<Recorded, CheckError> {
+        let seed = self.cfg.seed_at(i);
+        if let (true, Some(runner)) = (fresh, runner) {
+            let again = runner
+                .run_reference(&self.factory.id(), seed, self.cfg.steps, Some(k))
+                .map_err(CheckError::Runner)?;
+            if let Some(r) = again {
+                return Ok(r);
+            }
+        }
+        self.solo(seed, Some(k))
+    }
+
+    /// Compares every layout of a multi-instance scenario (`scenario(layout, capture)`) with
+    /// the references; the first layout with a difference fails the check.
     fn multi_env(
         &self,
         n: usize,
-        what: &str,
-        scenario: impl Fn(Option<u64>) -> Result<Vec<Recorded>, CheckError>,
+        layouts: &[&str],
+        runner: Option<&dyn ProcessRunner>,
+        scenario: impl Fn(usize, Option<u64>) -> Result<Vec<Recorded>, CheckError>,
     ) -> Result<CheckOutcome, CheckError> {
-        let solos = (0..n)
-            .map(|i| self.solo(self.cfg.seed_at(i), None))
-            .collect::<Result<Vec<_>, _>>()?;
-        let runs = scenario(None)?;
+        let refs = self.references(n, runner)?;
+        let reference = if refs.fresh {
+            "alone in a fresh process"
+        } else {
+            "solo"
+        };
+        // Said in every summary of a check whose references could not run in a fresh process.
+        let weaker = if refs.fresh {
+            ""
+        } else {
+            " (solo in this process: the env cannot be started by name in a fresh one, so a cache filled by the first reset of a process can hide in the reference too)"
+        };
         let seeds = format!("{}..={}", self.cfg.seed, self.cfg.seed_at(n - 1));
-        match self.against_solos(&solos, &runs) {
-            None => Ok(self.outcome(
-                &solos[0],
-                "solo".into(),
-                what.into(),
-                None,
-                true,
-                format!("{n} envs (seeds {seeds}) {what} each match their solo rollout"),
-            )),
-            Some(c) => {
-                let i = c.left;
-                let d = self.localised((&solos[i], &runs[i]), c.divergence, |k| {
-                    let solo_again = self.solo(self.cfg.seed_at(i), Some(k))?;
-                    let run_again = scenario(Some(k))?.swap_remove(i);
-                    Ok((solo_again, run_again))
-                })?;
-                let seed = self.cfg.seed_at(i);
-                let (l, r) = (format!("seed {seed} solo"), format!("seed {seed} {what}"));
-                let summary = format!(
-                    "env {i} of {n} (seeds {seeds}): {}",
-                    self.fail_summary(&d, &l, &r)
-                );
-                Ok(self.failed((&solos[i], &runs[i]), l, r, d, summary))
-            }
+        for (layout, what) in layouts.iter().enumerate() {
+            let runs = scenario(layout, None)?;
+            let Some(c) = self.against_solos(&refs.runs, &runs) else {
+                continue;
+            };
+            let i = c.left;
+            let d = self.localised((&refs.runs[i], &runs[i]), c.divergence, |k| {
+                let solo_again = self.reference_again(i, refs.fresh, runner, k)?;
+                let run_again = scenario(layout, Some(k))?.swap_remove(i);
+                Ok((solo_again, run_again))
+            })?;
+            let seed = self.cfg.seed_at(i);
+            let (l, r) = (
+                format!("seed {seed} {reference}"),
+                format!("seed {seed} {what}"),
+            );
+            let summary = format!(
+                "env {i} of {n} (seeds {seeds}): {}{weaker}",
+                self.fail_summary(&d, &l, &r)
+            );
+            return Ok(self.failed((&refs.runs[i], &runs[i]), l, r, d, summary));
         }
+        let what = layouts.join(" and ");
+        Ok(self.outcome(
+            &refs.runs[0],
+            if refs.fresh {
+                "a fresh process".into()
+            } else {
+                "solo".into()
+            },
+            layouts[0].to_string(),
+            None,
+            true,
+            format!("{n} envs (seeds {seeds}) {what} each match the seed {reference}{weaker}"),
+        ))
     }
 
-    fn interleaved(&self) -> Result<CheckOutcome, CheckError> {
+    fn interleaved(&self, runner: Option<&dyn ProcessRunner>) -> Result<CheckOutcome, CheckError> {
         let n = self.cfg.interleaved;
         self.at_least("interleaved envs", n)?;
-        self.multi_env(n, "interleaved", |c| self.interleaved_runs(c))
+        let layouts = [
+            "interleaved (created together)",
+            "interleaved (each created after the last one's reset)",
+        ];
+        self.multi_env(n, &layouts, runner, |layout, c| {
+            self.interleaved_runs(layout == 0, c)
+        })
     }
 
     fn parallel_runs(&self, capture: Option<u64>) -> Result<Vec<Recorded>, CheckError> {
@@ -775,10 +929,12 @@ impl Ctx<'_> {
         })
     }
 
-    fn parallel(&self) -> Result<CheckOutcome, CheckError> {
+    fn parallel(&self, runner: Option<&dyn ProcessRunner>) -> Result<CheckOutcome, CheckError> {
         let n = self.cfg.workers;
         self.at_least("workers", n)?;
-        self.multi_env(n, "on parallel threads", |c| self.parallel_runs(c))
+        self.multi_env(n, &["on parallel threads"], runner, |_, c| {
+            self.parallel_runs(c)
+        })
     }
 
     fn other_process(&self, runner: &dyn ProcessRunner) -> Result<CheckOutcome, CheckError> {

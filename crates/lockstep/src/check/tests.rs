@@ -71,12 +71,12 @@ fn assert_site(all: &[CheckOutcome], kind: CheckKind, step: u64, agent: Option<&
 use CheckKind::*;
 
 #[test]
-fn correct_fixture_passes_all_five() {
+fn correct_fixture_passes_all() {
     let all = run_all(Fault::None);
     for o in &all {
         assert!(o.passed, "{}: {}", o.check, o.summary);
     }
-    assert_eq!(all.len(), 5);
+    assert_eq!(all.len(), CheckKind::ALL.len());
     let d = outcome(&all, OtherSeed).divergence.as_ref().unwrap();
     assert_eq!(d.step, 0, "other seeds differ from the reset on");
 }
@@ -112,7 +112,13 @@ fn wall_clock_is_caught_in_a_log_line() {
     let all = run_all(Fault::WallClock);
     assert_eq!(
         failed(&all),
-        [SameSeed, Interleaved, OtherProcess, ParallelWorkers]
+        [
+            SameSeed,
+            Interleaved,
+            OtherProcess,
+            ParallelWorkers,
+            Continuation
+        ]
     );
     for kind in [SameSeed, OtherProcess] {
         assert_site(&all, kind, 5, None, "logs");
@@ -137,7 +143,13 @@ fn hash_order_is_caught_at_the_reset() {
     let all = run_all(Fault::HashOrder);
     assert_eq!(
         failed(&all),
-        [SameSeed, Interleaved, OtherProcess, ParallelWorkers]
+        [
+            SameSeed,
+            Interleaved,
+            OtherProcess,
+            ParallelWorkers,
+            Continuation
+        ]
     );
     assert_site(&all, SameSeed, 0, Some("blue"), "hosts");
     assert_site(&all, OtherProcess, 0, Some("blue"), "hosts");
@@ -508,17 +520,30 @@ fn a_difference_past_the_kept_steps_is_re_run_and_says_when_it_did_not_reproduce
     );
 }
 
-/// A built-in env derives every episode from its seed and has no unseeded reset: the
-/// continuation check does not apply to it, and says so; it is never passed.
+/// A built-in env's unseeded reset continues the chain of its first seed: the continuation
+/// check applies and passes, and the continued episodes are new ones.
 #[test]
-fn continuation_does_not_apply_without_an_unseeded_reset() {
+fn a_built_in_env_continues_its_seed_chain() {
     let f = fixtures::factory("fixture").unwrap();
     let o = run_check(CheckKind::Continuation, &f, &CheckConfig::new(3, 20), None).unwrap();
-    assert!(!o.applicable && !o.passed, "{}", o.summary);
-    assert!(o.summary.contains("no unseeded reset"), "{}", o.summary);
+    assert!(o.applicable && o.passed, "{}", o.summary);
+    let mut env = f.make().unwrap();
+    let first = rollout(env.as_mut(), 3, 20, &RolloutOptions::default()).unwrap();
+    let unseeded = RolloutOptions {
+        unseeded: true,
+        ..RolloutOptions::default()
+    };
+    let next = rollout(env.as_mut(), 3, 20, &unseeded).unwrap();
+    assert_ne!(first.trace.episode, next.trace.episode);
     assert_eq!(
         "continuation".parse::<CheckKind>(),
         Ok(CheckKind::Continuation)
     );
-    assert!(!CheckKind::ALL.contains(&CheckKind::Continuation));
+}
+
+/// The command line's default list is [`CheckKind::ALL`].
+#[test]
+fn the_default_checks_are_all() {
+    let names: Vec<&str> = CheckKind::ALL.iter().map(|k| k.short()).collect();
+    assert_eq!(names.join(","), crate::check::DEFAULT_CHECKS);
 }

@@ -33,6 +33,10 @@ pub struct ExternalCommand {
     pub timeout: f64,
     /// `--startup-timeout`, seconds, when given.
     pub startup_timeout: Option<f64>,
+    /// `--shared-dirs`: its processes ran in the caller's directories, not private ones
+    /// (written only when set, so reports of the default keep their bytes).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_dirs: bool,
 }
 
 /// What an env says about itself.
