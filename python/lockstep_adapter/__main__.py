@@ -1,11 +1,11 @@
-"""Command line: ``python -m lockstep_adapter {gymnasium,pettingzoo,factory} ...``."""
+"""Command line: ``python -m lockstep_adapter {gymnasium,gymnasium-vector,pettingzoo,factory} ...``."""
 
 import argparse
 import importlib
 import json
 import sys
 
-from . import server
+from . import server, vector
 
 
 def _load(spec):
@@ -24,8 +24,25 @@ def parse_args(argv):
         prog="python -m lockstep_adapter",
         description="Serve an environment to lockstep over the lockstep/1 protocol (stdin/stdout).",
     )
-    p.add_argument("kind", choices=["gymnasium", "pettingzoo", "factory"])
-    p.add_argument("target", help="gymnasium: env id; pettingzoo: module; factory: module:function")
+    p.add_argument("kind", choices=["gymnasium", "gymnasium-vector", "pettingzoo", "factory"])
+    p.add_argument(
+        "target",
+        help="gymnasium, gymnasium-vector: env id; pettingzoo: module; factory: module:function "
+        "(returning a Gymnasium env, a Gymnasium vector env or a PettingZoo env)",
+    )
+    p.add_argument("--num-envs", type=int, default=4, help="gymnasium-vector: sub-envs (default 4)")
+    p.add_argument(
+        "--vectorization-mode",
+        default="sync",
+        choices=["sync", "async", "vector_entry_point"],
+        help="gymnasium-vector: gymnasium.make_vec's vectorization_mode (default sync)",
+    )
+    p.add_argument(
+        "--twin",
+        action="store_true",
+        help="a vector env: serve its sub-envs as single envs driven as the vector env promises "
+        "(the reference of lockstep's vector check, which adds this flag itself)",
+    )
     p.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the env")
     p.add_argument("--state", help="module:function(env) returning the contracted state (a dict)")
     p.add_argument("--fields", default="", help="comma-separated state fields: attributes of the unwrapped env read by the default state, or the declared fields of --state")
@@ -67,6 +84,17 @@ def _make_served(args):
 
         env = gymnasium.make(args.target, **kwargs)
         return server.GymnasiumServed(env, args.target, config, fields, state_fn, contract)
+    if args.kind == "gymnasium-vector":
+        import gymnasium
+
+        if args.num_envs < 1:
+            raise ValueError(f"--num-envs must be at least 1, got {args.num_envs}")
+        config = dict(config, vectorization_mode=args.vectorization_mode)
+        if args.twin:
+            twins = [gymnasium.make(args.target, **kwargs) for _ in range(args.num_envs)]
+            return vector.TwinServed(twins, args.target, dict(config, twin=True), **_served_kwargs(fields, state_fn, contract))
+        env = gymnasium.make_vec(args.target, num_envs=args.num_envs, vectorization_mode=args.vectorization_mode, **kwargs)
+        return vector.VectorServed(env, args.target, config, **_served_kwargs(fields, state_fn, contract))
     if args.kind == "pettingzoo":
         module = importlib.import_module(args.target)
         if hasattr(module, "parallel_env"):
@@ -76,7 +104,30 @@ def _make_served(args):
         env = module.env(**kwargs)
         return server.AECServed(env, args.target, config, fields, state_fn, contract)
     env = _load(args.target)(**kwargs)
+    if _is_vector(env):
+        if args.twin:
+            fns = getattr(env, "env_fns", None)
+            if not fns:
+                raise ValueError(
+                    f"{args.target} returned a {type(env).__name__} without env_fns: its sub-envs cannot be made one by one"
+                )
+            twins = [fn() for fn in fns]
+            env.close()
+            return vector.TwinServed(twins, args.target, dict(config, twin=True), **_served_kwargs(fields, state_fn, contract))
+        return vector.VectorServed(env, args.target, config, **_served_kwargs(fields, state_fn, contract))
     return _served_class(env)(env, args.target, config, fields, state_fn, contract)
+
+
+def _served_kwargs(fields, state_fn, contract):
+    return {"fields": fields, "state_fn": state_fn, "contract": contract}
+
+
+def _is_vector(env):
+    try:
+        from gymnasium.vector import VectorEnv
+    except ImportError:
+        return False
+    return isinstance(env, VectorEnv)
 
 
 def _served_class(env):

@@ -384,3 +384,15 @@ def walker_state(env):
 
 
 walker_state.lockstep_fields = ["pos", "rng", "t", "tick"]
+
+
+def walker_vector(bug=None, num_envs=2, horizon=10):
+    """``num_envs`` walkers in a ``gymnasium.vector.SyncVectorEnv``, as a training loop holds
+    them (serve with ``factory lockstep_adapter.testing:walker_vector``): with
+    ``bug="unseeded_global_rng"`` a sub-env reset after its episode ended (no seed) draws its
+    start from numpy's global RNG, so it no longer replays a single walker of its seed from its
+    second episode on."""
+    from gymnasium.vector import SyncVectorEnv
+
+    # Sub-env i's episodes last horizon + i steps, so the sub-envs do not all end at once.
+    return SyncVectorEnv([lambda i=i: Walker(bug=bug, horizon=horizon + i) for i in range(num_envs)])

@@ -22,7 +22,7 @@ const MAX_CHANGES: usize = 3;
 /// What each column of the summary table counts, one line under it: the two audit columns,
 /// then each check's entry when it ran, then goldens.
 const LEGEND_START: &str = "columns: conformity = starting state after reset(seed) is the same on a fresh instance and after an episode; success = task outcome, for envs that report one";
-const LEGEND_CHECKS: [(&str, &str); 8] = [
+const LEGEND_CHECKS: [(&str, &str); 9] = [
     ("same", "one seed twice on one instance"),
     ("other", "other seeds give other episodes"),
     ("interleaved", "seeds stepped in turn in one process, each compared with the seed alone in a fresh process"),
@@ -31,6 +31,7 @@ const LEGEND_CHECKS: [(&str, &str); 8] = [
     ("fork", "a worker forked from a warm process"),
     ("continuation", "reset(seed) once, then episodes after reset() without a seed, on two instances and in a fresh process"),
     ("leftover", "a fresh process given the home and temp directories an earlier one used"),
+    ("vector", "each sub-env of a vector env against a single env of its seed, through auto-resets"),
 ];
 const LEGEND_END: &str = "goldens = golden files reproduced";
 

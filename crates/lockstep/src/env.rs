@@ -500,6 +500,13 @@ pub trait EnvFactory: Send + Sync {
     fn forker(&self) -> Option<&dyn crate::check::Forker> {
         None
     }
+
+    /// For a vector env (sub-envs served as agents `env_0`, `env_1`, ...): the factory of its
+    /// twin, the same sub-envs as single envs driven as the vector env promises (the vector
+    /// check's reference). Default: `None`, the check does not apply.
+    fn vector_twin(&self) -> Option<Box<dyn EnvFactory + '_>> {
+        None
+    }
 }
 
 impl<F> EnvFactory for (String, F)

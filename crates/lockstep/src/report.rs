@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA: &str = "lockstep-report/3";
 
 /// The replay checks, in report order.
-pub const CHECK_NAMES: [&str; 7] = [
+pub const CHECK_NAMES: [&str; 8] = [
     "same",
     "other",
     "interleaved",
@@ -37,6 +37,7 @@ pub const CHECK_NAMES: [&str; 7] = [
     "parallel",
     "continuation",
     "leftover",
+    "vector",
 ];
 
 /// What was asked for: the same for every shard of one run.

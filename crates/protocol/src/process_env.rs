@@ -862,6 +862,10 @@ impl EnvFactory for ProcessSession<'_> {
     fn forker(&self) -> Option<&dyn Forker> {
         Some(self.factory)
     }
+
+    fn vector_twin(&self) -> Option<Box<dyn EnvFactory + '_>> {
+        self.factory.vector_twin()
+    }
 }
 
 impl EnvFactory for ProcessEnvFactory {
@@ -879,6 +883,14 @@ impl EnvFactory for ProcessEnvFactory {
 
     fn forker(&self) -> Option<&dyn Forker> {
         Some(self)
+    }
+
+    /// The adapter's twin of a vector env: the same command with `--twin` (docs/protocol.md).
+    /// Any command gets one; the check asks only when the handshake says `num_envs`.
+    fn vector_twin(&self) -> Option<Box<dyn EnvFactory + '_>> {
+        let mut argv = self.argv.clone();
+        argv.push("--twin".to_string());
+        Some(Box::new(ProcessEnvFactory::new(argv, self.options.clone())))
     }
 }
 

@@ -516,3 +516,69 @@ fn a_layout_cached_in_the_home_fails_the_leftover_check_every_time() {
     let o = run_check(CheckKind::Leftover, &shared, &cfg, Some(&shared)).unwrap();
     assert!(!o.applicable && !o.passed, "{}", o.summary);
 }
+
+/// Issue 26 item 5 (the pattern "vector envs given directly"): `gymnasium.make_vec` and
+/// `SyncVectorEnv` are how people run envs. Each sub-env of a vector env served by the adapter
+/// must replay a single env of seed S+i through auto-resets: Gymnasium's sync and async vector
+/// envs do; a vector of walkers whose unseeded reset reads numpy's global RNG does not from the
+/// second episode of a sub-env on, and CartPole's own vectorised implementation
+/// (`vectorization_mode="vector_entry_point"`) does not from the reset.
+#[test]
+fn vector_sub_envs_replay_single_envs_through_auto_resets() {
+    require(&["gymnasium"]);
+    let cfg = CheckConfig::new(3, 300);
+    for mode in ["sync", "async"] {
+        let f = factory(&[
+            "gymnasium-vector",
+            "CartPole-v1",
+            "--num-envs",
+            "3",
+            "--vectorization-mode",
+            mode,
+        ]);
+        let o = run_check(CheckKind::Vector, &f, &cfg, Some(&f)).unwrap();
+        assert!(o.applicable && o.passed, "{mode}: {}", o.summary);
+        assert!(o.summary.contains("auto-resets"), "{}", o.summary);
+    }
+    let own = factory(&[
+        "gymnasium-vector",
+        "CartPole-v1",
+        "--num-envs",
+        "3",
+        "--vectorization-mode",
+        "vector_entry_point",
+    ]);
+    let o = run_check(CheckKind::Vector, &own, &cfg, Some(&own)).unwrap();
+    assert!(!o.passed, "{}", o.summary);
+    assert!(
+        o.summary
+            .starts_with("sub-env 0 (seed 3), episode 1, step 0"),
+        "{}",
+        o.summary
+    );
+
+    let walkers = ProcessEnvFactory::new(
+        adapter_argv(&[
+            "factory",
+            "lockstep_adapter.testing:walker_vector",
+            "--kwargs",
+            r#"{"bug": "unseeded_global_rng", "num_envs": 2, "horizon": 10}"#,
+        ]),
+        options(),
+    );
+    let o = run_check(
+        CheckKind::Vector,
+        &walkers,
+        &CheckConfig::new(3, 40),
+        Some(&walkers),
+    )
+    .unwrap();
+    assert!(!o.passed, "{}", o.summary);
+    let d = o.divergence.as_ref().unwrap();
+    assert_eq!((d.step, d.key()), (11, "pos"), "{}", o.summary);
+    assert!(o.summary.contains("episode 2, step 11"), "{}", o.summary);
+    // A single env is not a vector env: the check does not apply, and says so.
+    let single = walker(None);
+    let o = run_check(CheckKind::Vector, &single, &cfg, Some(&single)).unwrap();
+    assert!(!o.applicable && !o.passed, "{}", o.summary);
+}

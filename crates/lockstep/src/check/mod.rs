@@ -36,6 +36,7 @@ mod divergence;
 mod fork;
 mod fresh_runs;
 mod leftover;
+mod vector;
 
 pub use continuation::CONTINUATION_EPISODES;
 pub use fork::{Forker, WARM_UP_OFFSETS};
@@ -68,11 +69,12 @@ pub enum CheckKind {
     ForkedWorkers,
     Continuation,
     Leftover,
+    Vector,
 }
 
 impl CheckKind {
     /// The checks run by default, in the order a trial runs them.
-    pub const ALL: [CheckKind; 7] = [
+    pub const ALL: [CheckKind; 8] = [
         CheckKind::SameSeed,
         CheckKind::OtherSeed,
         CheckKind::Interleaved,
@@ -80,11 +82,12 @@ impl CheckKind {
         CheckKind::ParallelWorkers,
         CheckKind::Continuation,
         CheckKind::Leftover,
+        CheckKind::Vector,
     ];
 
     /// Every check, the forked-workers check included (it applies to external envs whose
     /// child can fork: run it by name, `--checks ...,fork`).
-    pub const EVERY: [CheckKind; 8] = [
+    pub const EVERY: [CheckKind; 9] = [
         CheckKind::SameSeed,
         CheckKind::OtherSeed,
         CheckKind::Interleaved,
@@ -93,6 +96,7 @@ impl CheckKind {
         CheckKind::ForkedWorkers,
         CheckKind::Continuation,
         CheckKind::Leftover,
+        CheckKind::Vector,
     ];
 
     /// The short name used on the command line: `same`, `other`, `interleaved`, `process`,
@@ -107,6 +111,7 @@ impl CheckKind {
             CheckKind::ForkedWorkers => "fork",
             CheckKind::Continuation => "continuation",
             CheckKind::Leftover => "leftover",
+            CheckKind::Vector => "vector",
         }
     }
 
@@ -122,6 +127,7 @@ impl CheckKind {
             CheckKind::ForkedWorkers => "forked_workers",
             CheckKind::Continuation => "continuation",
             CheckKind::Leftover => "leftover",
+            CheckKind::Vector => "vector",
         }
     }
 }
@@ -148,7 +154,8 @@ impl FromStr for CheckKind {
 }
 
 /// [`CheckKind::ALL`] as the command line's `--checks` default (a test keeps them equal).
-pub const DEFAULT_CHECKS: &str = "same,other,interleaved,process,parallel,continuation,leftover";
+pub const DEFAULT_CHECKS: &str =
+    "same,other,interleaved,process,parallel,continuation,leftover,vector";
 
 /// Rollouts of the same-seed check unless asked otherwise: a fault that shows at the k-th
 /// reset of one instance (a counter raising a level every few resets, a cache that fills up) is
@@ -454,6 +461,7 @@ pub fn run_check(
         CheckKind::ForkedWorkers => ctx.forked(),
         CheckKind::Continuation => ctx.continuation(runner),
         CheckKind::Leftover => ctx.leftover(runner),
+        CheckKind::Vector => ctx.vector(),
     }
 }
 

@@ -210,6 +210,7 @@ mod tests {
                 argv: vec!["python".into(), "-m".into(), "my env".into()],
                 timeout: 30.0,
                 startup_timeout: None,
+                shared_dirs: false,
             }),
         }];
         let mut t = trial("b-env", 5, true, true);
