@@ -72,13 +72,16 @@ def check(
 
     ``env`` is a zero-argument callable returning a Gymnasium env or a PettingZoo env (parallel
     or AEC), a ``"module:function"`` string, a Gymnasium id or a range name. ``checks``
-    defaults to all of :data:`CHECKS`: ``same`` (three rollouts of a seed on one instance),
-    ``other`` (the next seed differs), ``interleaved`` and ``parallel`` (several instances in
-    this interpreter, stepped alternately and on threads, so module-global and class-level
-    state shared between instances shows), and ``process`` (the rollout in a fresh interpreter,
-    through ``python -m lockstep_adapter``). The process check needs the env importable by
-    name; for a lambda or a local function it is skipped, with the reason in
-    ``Report.skipped``, and never counted as passed. ``contract`` overrides the declared reset
+    defaults to all of :data:`CHECKS`, the CLI's default list (docs/replay.md): ``same``,
+    ``other``, ``interleaved`` and ``parallel`` (instances in this interpreter, each compared
+    with its seed alone in a fresh interpreter when the env can be started by name),
+    ``process`` (a fresh interpreter), ``continuation`` (``reset(seed)`` once, then episodes
+    after ``reset()`` without a seed), ``leftover`` (what one process leaves in the home
+    directory for the next) and ``vector`` (a vector env's sub-envs against single envs). The
+    process check needs the env importable by name; for a lambda or a local function it is
+    skipped, with the reason in ``Report.skipped``, and never counted as passed; the checks
+    that need a fresh interpreter otherwise say in their summary what they compared with
+    instead, or are not applicable. ``contract`` overrides the declared reset
     contract: ``{"name", "version", "fields"}`` (docs/protocol.md).
     """
     source = _resolve(env, contract)

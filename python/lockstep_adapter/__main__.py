@@ -33,9 +33,10 @@ def parse_args(argv):
     p.add_argument("--num-envs", type=int, default=4, help="gymnasium-vector: sub-envs (default 4)")
     p.add_argument(
         "--vectorization-mode",
-        default="sync",
+        default=None,
         choices=["sync", "async", "vector_entry_point"],
-        help="gymnasium-vector: gymnasium.make_vec's vectorization_mode (default sync)",
+        help="gymnasium-vector: gymnasium.make_vec's vectorization_mode (default: Gymnasium's own "
+        "choice, the env's vector entry point when it has one, else sync)",
     )
     p.add_argument(
         "--twin",
@@ -89,11 +90,14 @@ def _make_served(args):
 
         if args.num_envs < 1:
             raise ValueError(f"--num-envs must be at least 1, got {args.num_envs}")
-        config = dict(config, vectorization_mode=args.vectorization_mode)
+        if args.vectorization_mode is not None:
+            config = dict(config, vectorization_mode=args.vectorization_mode)
         if args.twin:
             twins = [gymnasium.make(args.target, **kwargs) for _ in range(args.num_envs)]
             return vector.TwinServed(twins, args.target, dict(config, twin=True), **_served_kwargs(fields, state_fn, contract))
         env = gymnasium.make_vec(args.target, num_envs=args.num_envs, vectorization_mode=args.vectorization_mode, **kwargs)
+        # What Gymnasium picked when the mode was left to it.
+        config = dict(config, vector_class=type(env.unwrapped).__name__)
         return vector.VectorServed(env, args.target, config, **_served_kwargs(fields, state_fn, contract))
     if args.kind == "pettingzoo":
         module = importlib.import_module(args.target)

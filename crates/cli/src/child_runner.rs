@@ -1,10 +1,11 @@
 //! The other-process runner of the replay checks for built-in envs: re-runs this very
 //! executable as `lockstep trace --env NAME --json` and reads the trace it prints.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::Context as _;
 use lockstep::check::ProcessRunner;
@@ -38,6 +39,9 @@ pub struct ChildRunner {
     pub exe: PathBuf,
     /// Arguments before `trace` (`-m lockstep` when the CLI runs inside Python).
     pub prefix: Vec<OsString>,
+    /// The private directories of each reference run (env, seed, steps) that ended: the
+    /// leftover check's first process, when it asks for that seed.
+    reference_dirs: Mutex<BTreeMap<(String, u64, u64), PrivateDirs>>,
 }
 
 impl ChildRunner {
@@ -47,11 +51,13 @@ impl ChildRunner {
             return Ok(ChildRunner {
                 exe: PathBuf::from(exe),
                 prefix: prefix.to_vec(),
+                reference_dirs: Mutex::default(),
             });
         }
         Ok(ChildRunner {
             exe: std::env::current_exe().context("locating the lockstep executable")?,
             prefix: Vec::new(),
+            reference_dirs: Mutex::default(),
         })
     }
 }
@@ -107,6 +113,10 @@ impl ChildRunner {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn private_dirs() -> Result<PrivateDirs, String> {
     PrivateDirs::new().map_err(|e| format!("private directories: {e}"))
 }
@@ -122,6 +132,21 @@ impl ProcessRunner for ChildRunner {
         self.run_in(&private_dirs()?, env, seed, steps, capture)
     }
 
+    fn run_reference(
+        &self,
+        env: &str,
+        seed: u64,
+        steps: u64,
+        capture: Option<u64>,
+    ) -> Result<Option<Recorded>, String> {
+        let dirs = private_dirs()?;
+        let recorded = self.run_in(&dirs, env, seed, steps, capture)?;
+        if capture.is_none() {
+            lock(&self.reference_dirs).insert((env.to_string(), seed, steps), dirs);
+        }
+        Ok(Some(recorded))
+    }
+
     fn run_after(
         &self,
         env: &str,
@@ -130,8 +155,17 @@ impl ProcessRunner for ChildRunner {
         steps: u64,
         capture: Option<u64>,
     ) -> Result<Option<Recorded>, String> {
-        let dirs = private_dirs()?;
-        self.run_in(&dirs, env, earlier, steps, None)?;
+        // The directories a reference run of `earlier` used and left, taken once; else a first
+        // process plays `earlier` now.
+        let used = lock(&self.reference_dirs).remove(&(env.to_string(), earlier, steps));
+        let dirs = match used {
+            Some(dirs) => dirs,
+            None => {
+                let dirs = private_dirs()?;
+                self.run_in(&dirs, env, earlier, steps, None)?;
+                dirs
+            }
+        };
         self.run_in(&dirs, env, seed, steps, capture).map(Some)
     }
 }

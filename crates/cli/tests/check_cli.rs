@@ -507,7 +507,11 @@ fn an_environment_error_exits_2_and_keeps_the_rest_of_the_report() {
     // The built-in env's trial ran in full; the external one names its error.
     assert_eq!(report["trials"][0]["env"], "fixture");
     assert!(report["trials"][0]["error"].is_null());
-    assert_eq!(report["trials"][0]["checks"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        report["trials"][0]["checks"].as_array().unwrap().len(),
+        8,
+        "every default check"
+    );
     let error = report["trials"][1]["error"].as_str().unwrap();
     assert!(error.contains("handshake"), "{error}");
     assert!(stdout(&o).contains("environment error"), "{}", stdout(&o));

@@ -129,6 +129,9 @@ impl<'a> FreshRuns<'a> {
         kinds: &[CheckKind],
         cfg: &CheckConfig,
     ) {
+        if !self.inner.runs_elsewhere() {
+            return;
+        }
         for seed in reference_seeds(kinds, cfg) {
             let env = env.to_string();
             let steps = cfg.steps;
@@ -216,6 +219,10 @@ pub fn reference_seeds(kinds: &[CheckKind], cfg: &CheckConfig) -> Vec<u64> {
 }
 
 impl ProcessRunner for FreshRuns<'_> {
+    fn runs_elsewhere(&self) -> bool {
+        self.inner.runs_elsewhere()
+    }
+
     fn run(
         &self,
         env: &str,

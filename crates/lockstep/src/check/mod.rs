@@ -252,6 +252,13 @@ pub trait ProcessRunner: Sync {
         capture: Option<u64>,
     ) -> Result<Recorded, String>;
 
+    /// Whether its runs may overlap this process's own checks: true for a runner that starts
+    /// processes (the default). A runner that plays "fresh processes" in this one (a test's
+    /// thread) says false, and its runs are not started ahead of the checks.
+    fn runs_elsewhere(&self) -> bool {
+        true
+    }
+
     /// `seed` alone in a fresh process that differs from the one hosting the check's instances
     /// only in being fresh (the same string-hash salt): the reference of the multi-instance
     /// checks, so that a cache the first reset of a process fills (a class-level dict, a module
