@@ -54,7 +54,7 @@ def fingerprint(obj: Any, profile: str = "python") -> str:
 
 
 #: The checks run by default, in the CLI's order (``lockstep check --checks``).
-CHECKS = ("same", "other", "interleaved", "process", "parallel", "continuation")
+CHECKS = ("same", "other", "interleaved", "process", "parallel", "continuation", "leftover", "vector")
 #: Checks run only when named in ``checks``: ``fork`` (a worker forked from a warm process:
 #: an external env whose child can fork; not applicable to an env object of this interpreter).
 OPTIONAL_CHECKS = ("fork",)

@@ -145,18 +145,21 @@ class RangeParallelEnv(_Base):
         return self._action_spaces[agent]
 
     def reset(self, seed=None, options=None):
-        """Starts an episode. Without ``seed`` one is drawn from the OS (and kept in
-        ``seed_used``). ``options`` may hold ``preset`` and ``params`` (as the range's reset
-        options, docs/range.md); other keys are ignored with a warning."""
-        if seed is None:
+        """Starts an episode. Without ``seed``, the next seed of the chain the last seed
+        started (as a Gymnasium env's ``np_random`` continues after ``reset(seed=S)``, so a
+        training loop that seeds its first reset replays every episode); before any seeded
+        reset, one drawn from the OS. The seed is kept in ``seed_used``. ``options`` may hold
+        ``preset`` and ``params`` (as the range's reset options, docs/range.md); other keys are
+        ignored with a warning."""
+        if seed is None and self._core.last_seed is None:
             seed = secrets.randbits(63)
         if options:
             unknown = sorted(set(options) - {"preset", "params"})
             if unknown:
                 warnings.warn(f"lockstep.range: ignoring unknown reset options {unknown} (known: preset, params)")
                 options = {k: v for k, v in options.items() if k in ("preset", "params")}
-        self.seed_used = int(seed)
-        obs, infos = self._core.reset(int(seed), options or None)
+        obs, infos = self._core.reset(None if seed is None else int(seed), options or None)
+        self.seed_used = int(self._core.last_seed)
         self.agents = list(self.possible_agents)
         self._logs = list(self._core.logs())
         return obs, infos

@@ -82,6 +82,22 @@ class UnseededGlobalRng(_Walk):
         return obs, info
 
 
+class FirstSeedWins(_Walk):
+    """Caches its generated layout at class level by name, not by seed: every instance in the
+    process starts where the first seed reset in it started (a vector env's sub-envs alike)."""
+
+    _levels = {}
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = FirstSeedWins._levels.setdefault("layout", self.pos.copy()).copy()
+        return self.pos.copy(), {}
+
+
+def first_seed_wins():
+    return FirstSeedWins()
+
+
 def good():
     return _Walk()
 

@@ -8,7 +8,7 @@ import lockstep
 
 
 def failing_checks(report):
-    return sorted({c["check"] for t in report.trials for c in t["checks"] if not c["passed"]})
+    return sorted({c["check"] for t in report.trials for c in t["checks"] if c["applicable"] and not c["passed"]})
 
 
 def test_cartpole_passes_every_check_including_a_fresh_interpreter():
@@ -48,6 +48,11 @@ def test_a_lambda_skips_the_process_check_with_the_reason_and_never_passes_it():
     assert "process" not in report.data["params"]["checks"]
     assert all(c["check"] != "process" for t in report.trials for c in t["checks"])
     assert "SKIPPED process check" in report.summary()
+    # No fresh interpreter for a lambda: the multi-instance checks say what they compared with,
+    # and the leftover check does not apply.
+    checks = {c["check"]: c for c in report.trials[0]["checks"]}
+    assert "solo in this process" in checks["interleaved"]["summary"], checks["interleaved"]
+    assert not checks["leftover"]["applicable"] and not checks["leftover"]["passed"]
 
 
 def test_assert_reproducible_raises_a_readable_assertion():
@@ -152,3 +157,14 @@ def test_seed_once_then_reset_is_caught_by_the_continuation_check():
     assert "episode 2 (reset() without a seed)" in text, text
     good = lockstep.check(faulty_envs.good, seeds=range(1), steps=20, checks=["continuation"])
     assert good.passed, good.summary()
+
+
+def test_a_cache_filled_by_the_first_reset_is_caught_against_a_fresh_interpreter():
+    """Issue 26 item 2, in this interpreter: each instance's reference is its seed alone in a
+    fresh interpreter, so a class-level cache the first reset fills shows; the same checks by
+    the default list run here as in the CLI."""
+    report = lockstep.check("faulty_envs:first_seed_wins", seeds=range(1), steps=20)
+    assert failing_checks(report) == ["interleaved", "parallel"], report.summary()
+    text = "\n".join(report.failures)
+    assert "alone in a fresh process" in text, text
+    assert lockstep.CHECKS[-3:] == ("continuation", "leftover", "vector")

@@ -80,3 +80,19 @@ def test_bad_names_are_config_errors():
     env.reset(seed=1)
     with pytest.raises(lockstep.ConfigError, match="integers"):
         env.step({"red_operator": "x"})
+
+
+def test_an_unseeded_reset_continues_the_seed_chain():
+    """Issue 26 item 1: the range's reset() without a seed drew from the OS, so a training loop
+    that seeds only its first reset replayed its first episode and never the second (the
+    continuation check caught it). It continues the chain of the last seed now."""
+    a, b = lockstep.range.parallel_env("ransomware"), lockstep.range.parallel_env("ransomware")
+    for env in (a, b):
+        env.reset(seed=4)
+    obs_a, _ = a.reset()
+    obs_b, _ = b.reset()
+    assert a.seed_used == b.seed_used != 4
+    assert all((obs_a[k]["action_mask"] == obs_b[k]["action_mask"]).all() for k in obs_a)
+    fresh = lockstep.range.parallel_env("ransomware")
+    fresh.reset()
+    assert fresh.seed_used not in (4, a.seed_used)

@@ -71,24 +71,36 @@ impl RangeCore {
         Ok(out.into_any())
     }
 
-    /// Starts an episode: `(observations, infos)`, each a dict by agent.
+    /// Starts an episode: `(observations, infos)`, each a dict by agent. `seed=None` continues
+    /// the chain of the last seed (`lockstep::seed::SeedTree::continued`), as a training loop's
+    /// `reset()` after `reset(seed=S)` expects.
     #[pyo3(signature = (seed, options = None))]
     fn reset<'py>(
         &mut self,
         py: Python<'py>,
-        seed: u64,
+        seed: Option<u64>,
         options: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let options = match options {
             Some(o) => to_value(o)?,
             None => lockstep_canon::Value::Null,
         };
-        let t = self
-            .env
-            .reset(seed, &options)
-            .map_err(|e| error(Kind::Config, format!("{}: reset: {e}", self.name)))?;
+        let t = match seed {
+            Some(seed) => self.env.reset(seed, &options),
+            None => self
+                .env
+                .reset_unseeded(&options)
+                .expect("the range has an unseeded reset"),
+        }
+        .map_err(|e| error(Kind::Config, format!("{}: reset: {e}", self.name)))?;
         let (obs, _, _, _, infos) = render(py, &self.agent_names, t)?;
         PyTuple::new(py, [obs, infos])
+    }
+
+    /// The seed of the last episode (`None` before the first reset).
+    #[getter]
+    fn last_seed(&self) -> Option<u64> {
+        self.env.last_seed()
     }
 
     /// One step of the live agents: `actions` maps agent names to `[type, target]` (numpy

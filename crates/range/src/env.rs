@@ -148,6 +148,11 @@ impl RangeEnv {
         &self.adj_rows[agent][..self.params.max_hosts]
     }
 
+    /// The seed of the last episode (`None` before the first reset).
+    pub fn last_seed(&self) -> Option<u64> {
+        self.last_seed
+    }
+
     pub fn transition(&self) -> &Transition {
         &self.transition
     }
