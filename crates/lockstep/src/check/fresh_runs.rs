@@ -13,7 +13,7 @@
 //! ([`FreshRuns::with_store`], made by `lockstep check` for its workers), each (env, seed,
 //! steps) runs once per run: the first worker to take its lock file runs it and writes the
 //! trace; the others wait for the file. A worker that dies while holding a lock only makes the
-//! others run the reference themselves, after [`STORE_PATIENCE`].
+//! others run the reference themselves, after [`STORE_PATIENCE_POLLS`] looks.
 //!
 //! The same holds for the continuation check's fresh process: its first episode is the seed's
 //! rollout in a fresh process with a string-hash salt of its own, which is what the
@@ -74,7 +74,8 @@ impl<'a> FreshRuns<'a> {
             dir.join(format!("{key}.json")),
             dir.join(format!("{key}.lock")),
         );
-        let since = std::time::Instant::now();
+        // Patience counted in polls, not read from a clock (nothing here may depend on one).
+        let mut polls = 0u32;
         loop {
             if let Some(recorded) = read_stored(&trace_file) {
                 return Ok(Some(recorded));
@@ -101,10 +102,11 @@ impl<'a> FreshRuns<'a> {
                     return run;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    if since.elapsed() > STORE_PATIENCE {
+                    if polls >= STORE_PATIENCE_POLLS {
                         return self.inner.run_reference(env, seed, steps, None);
                     }
-                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    polls += 1;
+                    std::thread::sleep(STORE_POLL);
                 }
                 Err(_) => return self.inner.run_reference(env, seed, steps, None),
             }
@@ -174,8 +176,10 @@ impl<'a> FreshRuns<'a> {
     }
 }
 
-/// How long a worker waits for a reference another worker is running before it runs it too.
-pub const STORE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(600);
+/// How often a worker looks for a reference another worker is running.
+const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+/// How many looks before it runs the reference itself (at least ten minutes of waiting).
+pub const STORE_PATIENCE_POLLS: u32 = 30_000;
 
 /// The store's file name of a reference: a digest of what determines it.
 fn store_key(env: &str, seed: u64, steps: u64) -> String {
