@@ -12,7 +12,7 @@ use lockstep::check::{run_check, run_checks, CheckConfig, CheckKind, Detail};
 use lockstep::env::{Action, DType, Env, Space};
 use lockstep_canon::Value;
 use lockstep_protocol::ProcessEnvFactory;
-use protocol_common::{adapter_argv, options, require};
+use protocol_common::{adapter_argv, honest, options, require};
 
 fn courier(bug: Option<&str>) -> ProcessEnvFactory {
     let kwargs = bug.map_or("{}".to_string(), |b| format!("{{\"bug\": \"{b}\"}}"));
@@ -103,7 +103,7 @@ fn the_courier_passes_every_check() {
     )
     .unwrap();
     for o in &outcomes {
-        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+        assert!(honest(o), "{:?}: {}", o.check, o.summary);
     }
 }
 
@@ -180,6 +180,6 @@ fn minigrid_doorkey_text_and_dict_observations_pass_every_check() {
     )
     .unwrap();
     for o in &outcomes {
-        assert!(o.passed, "{:?}: {}", o.check, o.summary);
+        assert!(honest(o), "{:?}: {}", o.check, o.summary);
     }
 }
