@@ -18,6 +18,7 @@ from . import _native
 from ._diff import MISSING, Change, Diff, diff
 from ._envs import resolve as _resolve
 from ._errors import CanonicalError, ConfigError, EnvError, GoldenError, LockstepError
+from ._errors import count as _count
 from ._report import Report
 
 __version__ = _native.__version__
@@ -93,11 +94,15 @@ def check(
     if "process" in wanted and source.argv is None:
         skipped["process"] = source.skip_reason
         wanted.remove("process")
+    seeds = [_count("a seed", s, 0) for s in seeds]
+    if not seeds:
+        raise ConfigError("seeds names no seed: give at least one (range(5) checks seeds 0..4)")
+    steps = _count("steps per rollout", steps, 1, " (0 would check nothing past the reset)")
     native = _native.check(
         source.make,
         source.env_id,
-        [int(s) for s in seeds],
-        int(steps),
+        seeds,
+        steps,
         wanted,
         source.argv,
         source.child_env,
@@ -118,8 +123,10 @@ def assert_reproducible(env, seeds: Iterable[int] = range(3), steps: int = 100, 
 def trace(env, seed: int = 0, steps: int = 100) -> str:
     """The episode digest (hex) of one rollout with lockstep's seeded actions: what
     ``lockstep trace --env NAME --seed S --steps N`` prints for the same env."""
+    seed = _count("a seed", seed, 0)
+    steps = _count("steps per rollout", steps, 1, " (0 would check nothing past the reset)")
     source = _resolve(env)
-    return _native.trace(source.make, source.env_id, int(seed), int(steps))
+    return _native.trace(source.make, source.env_id, seed, steps)
 
 
 from . import golden, range  # noqa: E402 - they import the names above

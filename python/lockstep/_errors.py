@@ -4,6 +4,8 @@ Every class derives from :class:`LockstepError`; each also derives from the buil
 that the same mistake raises elsewhere in Python, so ``except ValueError`` keeps working.
 """
 
+import operator
+
 
 class LockstepError(Exception):
     """Base class of every error lockstep raises on purpose."""
@@ -16,6 +18,21 @@ class CanonicalError(LockstepError, ValueError):
 
 class ConfigError(LockstepError, ValueError):
     """Bad arguments: an unknown profile, scenario, preset, check or parameter."""
+
+
+def count(name, value, least, why=""):
+    """``value`` as an int of at least ``least``, or a ConfigError in the CLI's words (the
+    command line's counts, crates/cli/src/counts.rs): a rollout of 0 steps checks nothing, and
+    a negative one is no number lockstep can send."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        n = None
+    if n is None or isinstance(value, bool):
+        raise ConfigError(f"{name} must be a whole number, at least {least}; got {value!r}")
+    if n < least or n > 2**64 - 1:
+        raise ConfigError(f"{name} must be a whole number from {least} to 2^64 - 1{why}; got {n}")
+    return n
 
 
 class EnvError(LockstepError, RuntimeError):

@@ -5,6 +5,7 @@ import datetime
 import os
 
 from . import _native
+from ._errors import count
 from ._envs import resolve
 
 __all__ = ["record", "verify"]
@@ -15,7 +16,9 @@ def record(env, path, seed=0, steps=100, date=None):
     refuses to overwrite one (:class:`lockstep.GoldenError`). Returns the episode digest."""
     source = resolve(env)
     date = date or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    return _native.golden_record(source.make, source.env_id, os.fspath(path), int(seed), int(steps), date)
+    seed = count("a seed", seed, 0)
+    steps = count("steps per rollout", steps, 1, " (0 would check nothing past the reset)")
+    return _native.golden_record(source.make, source.env_id, os.fspath(path), seed, steps, date)
 
 
 class Verification:

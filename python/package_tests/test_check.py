@@ -168,3 +168,22 @@ def test_a_cache_filled_by_the_first_reset_is_caught_against_a_fresh_interpreter
     text = "\n".join(report.failures)
     assert "alone in a fresh process" in text, text
     assert lockstep.CHECKS[-3:] == ("continuation", "leftover", "vector")
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"steps": 0}, "steps per rollout must be a whole number from 1"),
+        ({"steps": -1}, "steps per rollout must be a whole number from 1"),
+        ({"steps": 2.5}, "steps per rollout must be a whole number"),
+        ({"seeds": [-1]}, "a seed must be a whole number from 0"),
+        ({"seeds": []}, "names no seed"),
+    ],
+)
+def test_bad_counts_are_value_errors_in_the_clis_words(kwargs, words):
+    """Issue 29 item 4: steps=-1 was a bare OverflowError and steps=0 passed, having checked
+    nothing. They are ValueErrors (ConfigError) worded as the CLI words them."""
+    with pytest.raises(ValueError, match=words):
+        lockstep.check(faulty_envs.good, **kwargs)
+    with pytest.raises(lockstep.ConfigError):
+        lockstep.trace(faulty_envs.good, steps=0)

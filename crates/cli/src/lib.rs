@@ -8,7 +8,9 @@ mod app;
 
 pub use app::run;
 // The binary's modules name each other `crate::...`: the same paths here.
-pub(crate) use app::{child_runner, cmd, envs, isolated, json_input, output, render, shell};
+pub(crate) use app::{
+    child_runner, cmd, counts, envs, isolated, json_input, output, render, shell,
+};
 
 /// Sets the command that re-runs this CLI for the other-process check (program first), e.g.
 /// `[python, -m, lockstep]` when the CLI runs inside Python; without it the CLI re-runs its

@@ -11,6 +11,7 @@ pub(crate) mod output;
 
 pub(crate) mod child_runner;
 pub(crate) mod cmd;
+pub(crate) mod counts;
 pub(crate) mod envs;
 pub(crate) mod isolated;
 pub(crate) mod json_input;
@@ -78,6 +79,16 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version are not errors: clap knows which exit code each deserves.
+            // They go to stdout through `output`, so a closed pipe (`--help | head`) ends
+            // quietly with 141, as every command's output does.
+            if !e.use_stderr() {
+                let written =
+                    output::print(&e.render().ansi().to_string()).and_then(|()| output::flush());
+                if let Err(output::OutputError::Closed) = written {
+                    return 141;
+                }
+                return u8::try_from(e.exit_code()).unwrap_or(2);
+            }
             let _ = e.print();
             return u8::try_from(e.exit_code()).unwrap_or(2);
         }

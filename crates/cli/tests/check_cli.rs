@@ -473,7 +473,7 @@ fn bad_usage_is_an_error_with_exit_2() {
         (vec!["fixture", "--shard", "3/2"], "1 <= I <= N"),
         (vec!["fixture", "--checks", "same,bogus"], "unknown check"),
         (vec!["fixture", "--checks", "same,same"], "named twice"),
-        (vec!["fixture", "--rollouts", "1"], "at least 2"),
+        (vec!["fixture", "--rollouts", "1"], "from 2 to"),
         (vec!["fixture", "--seedless", "range:x"], "names no env"),
         (vec!["--cmd"], "--cmd needs"),
     ] {
@@ -722,4 +722,77 @@ fn an_external_env_is_shown_by_what_it_says_about_itself() {
         html.contains("<tr class=\"differs\"><th>spawner</th>"),
         "{html}"
     );
+}
+
+/// Issue 29 item 4: `--steps 0` passed having checked nothing, and `--steps -1` got clap's hint
+/// to write `-- -1`. Every count is one sentence naming what it counts and its range, exit 2,
+/// in every command that takes it.
+#[test]
+fn bad_counts_are_one_sentence_and_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["check", "fixture", "--steps", "0"],
+            "steps per rollout must be a whole number from 1",
+        ),
+        (
+            &["check", "fixture", "--steps", "-1"],
+            "steps per rollout must be a whole number from 1",
+        ),
+        (
+            &["check", "fixture", "--rollouts", "1"],
+            "rollouts of the same-seed check must be",
+        ),
+        (
+            &["check", "fixture", "--jobs", "0"],
+            "trials run at once must be",
+        ),
+        (
+            &["check", "fixture", "--seeds", "-3"],
+            "seeds are whole numbers from 0",
+        ),
+        (
+            &["replay", "--env", "fixture", "--seed", "-1"],
+            "a seed must be a whole number from 0",
+        ),
+        (
+            &["replay", "--env", "fixture", "--steps", "0"],
+            "steps per rollout must be",
+        ),
+        (
+            &["trace", "--env", "fixture", "--steps", "-5"],
+            "steps per rollout must be",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = lockstep(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("-- -"), "{args:?}: clap's hint: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: nothing ran");
+    }
+}
+
+/// Issue 29 item 4: `lockstep range actions --help | head` printed `error: Broken pipe`. Help
+/// goes through the same output as every command: a reader that went away ends it quietly.
+#[test]
+fn help_into_a_closed_pipe_ends_quietly() {
+    use std::process::{Command, Stdio};
+    for args in [&["range", "actions", "--help"][..], &["check", "--help"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(141)),
+            "{args:?}: {:?}",
+            o.status
+        );
+    }
 }

@@ -61,14 +61,14 @@ pub struct Args {
     #[command(flatten)]
     external: ExternalEnvArgs,
     /// RNG seeds, one trial each: a count N (seeds 0..N) or a half-open range A..B.
-    #[arg(long, default_value = "0..5")]
+    #[arg(long, default_value = "0..5", allow_negative_numbers = true)]
     seeds: String,
     /// Steps per rollout.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = crate::counts::steps, allow_negative_numbers = true)]
     steps: u64,
     /// Rollouts of the same-seed check on one instance (default: 10, fewer when --steps is
     /// above 1000: max(3, 10000 / steps)). A fault that shows at the k-th reset needs k.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::counts::rollouts, allow_negative_numbers = true)]
     rollouts: Option<usize>,
     /// Declare an env seedless (it has no randomness): its other-seed check is then reported
     /// as not applicable, unless seeds do differ. Repeatable; `cmd` names the --cmd env.
@@ -82,7 +82,7 @@ pub struct Args {
     out: PathBuf,
     /// Trials run at once, each in its own process (default: the number of CPUs). The report
     /// is the same bytes whatever the number.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::counts::jobs, allow_negative_numbers = true)]
     jobs: Option<usize>,
     /// Run only shard I of N (seeds and goldens by position); merge with `lockstep report merge`.
     #[arg(long)]
@@ -99,6 +99,9 @@ pub struct Args {
 
 /// Parses `N` (0..N) or `A..B` (half-open).
 pub fn parse_seeds(text: &str) -> anyhow::Result<Vec<u64>> {
+    if text.trim().starts_with('-') {
+        bail!("--seeds {text:?}: seeds are whole numbers from 0; give a count N (seeds 0..N) or a range A..B");
+    }
     let (lo, hi) = match text.split_once("..") {
         Some((a, b)) => (
             a.trim()

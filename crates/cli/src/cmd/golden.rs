@@ -26,10 +26,10 @@ enum Sub {
         #[arg(long)]
         env: Option<String>,
         /// The RNG seed the episode is reset with.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = crate::counts::seed, allow_negative_numbers = true)]
         seed: u64,
         /// Steps after the reset (fewer when the episode ends first).
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = 100, value_parser = crate::counts::steps, allow_negative_numbers = true)]
         steps: u64,
         /// Changelog date, YYYY-MM-DD (default: today, UTC).
         #[arg(long)]

@@ -19,14 +19,14 @@ use crate::shell::{join, quote};
 pub struct Args {
     #[command(flatten)]
     pub target: EnvArgs,
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::counts::seed, allow_negative_numbers = true)]
     pub seed: u64,
     /// Steps per rollout after the reset (fewer when the episode ends first).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = crate::counts::steps, allow_negative_numbers = true)]
     pub steps: u64,
     /// Rollouts of the same-seed check on one instance (default: 10, fewer when --steps is
     /// above 1000: max(3, 10000 / steps)).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::counts::rollouts, allow_negative_numbers = true)]
     pub rollouts: Option<usize>,
     /// Declare the env seedless (it has no randomness): the other-seed check is then not
     /// applicable, unless seeds do differ.

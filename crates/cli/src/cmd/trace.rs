@@ -18,10 +18,10 @@ use crate::envs::EnvArgs;
 pub struct Args {
     #[command(flatten)]
     pub target: EnvArgs,
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::counts::seed, allow_negative_numbers = true)]
     pub seed: u64,
     /// Steps after the reset (fewer when the episode ends first).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = crate::counts::steps, allow_negative_numbers = true)]
     pub steps: u64,
     /// Print the whole trace as JSON instead of the episode digest.
     #[arg(long)]
