@@ -7,6 +7,7 @@
 
 use std::fmt::Write;
 
+use lockstep::report::env_error;
 use lockstep::report::{
     failure_groups, seed_list, AuditRecord, CheckOutcome, FailureKind, Report, Tally, Trial,
     CHECK_NAMES,
@@ -18,6 +19,8 @@ pub use lockstep::report::ReplayCommand;
 /// How much of a group's detail the terminal shows: the rest is in report.json.
 const MAX_VARIANTS: usize = 3;
 const MAX_CHANGES: usize = 3;
+/// Frames of the user's code shown per error (innermost first).
+const MAX_FRAMES: usize = 3;
 
 /// What each column of the summary table counts, one line under it: the two audit columns,
 /// then each check's entry when it ran, then goldens.
@@ -136,7 +139,7 @@ fn grouped_blocks(out: &mut String, report: &Report, replay: &ReplayCommand<'_>)
         let _ = writeln!(out, "\n{word} {}: {what}, {}", g.env, seed_list(&g.trials));
         let lines_of = |t: &Trial| -> Vec<String> {
             match g.kind {
-                FailureKind::Error => error_lines(t.error.as_deref().unwrap_or_default()),
+                FailureKind::Error => cause_lines(t.error.as_deref().unwrap_or_default()),
                 FailureKind::ResetContract => t.audit.as_ref().map(audit_lines).unwrap_or_default(),
                 FailureKind::Check(name) => t
                     .checks
@@ -177,6 +180,45 @@ fn grouped_blocks(out: &mut String, report: &Report, replay: &ReplayCommand<'_>)
             replay_line(out, &g.trials, &g.checks(), replay);
         }
     }
+}
+
+/// A trial's error read for its causes (lockstep::report::env_error): each distinct error
+/// once, where the user's code raised it, and which parts of the trial hit it; the whole
+/// text is in `check -v` and report.json.
+fn cause_lines(error: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for c in env_error::causes(error) {
+        let users = c.users_frames();
+        let innermost = c.frames.last();
+        let shown: Vec<&env_error::Frame> = if users.is_empty() {
+            innermost.into_iter().collect()
+        } else {
+            users.into_iter().take(MAX_FRAMES).collect()
+        };
+        let in_request = c
+            .request
+            .as_deref()
+            .map(|r| format!(" in {r}"))
+            .unwrap_or_default();
+        let whose = if c.frames.iter().any(env_error::Frame::is_users) {
+            ", raised in your code:"
+        } else if shown.is_empty() {
+            ""
+        } else {
+            ":"
+        };
+        lines.push(format!("error: {}{in_request}{whose}", c.message));
+        for (i, f) in shown.iter().enumerate() {
+            let called = if i == 0 { "" } else { "called from " };
+            lines.push(format!(
+                "  {called}{}:{} in {}: {}",
+                f.file, f.line, f.function, f.code
+            ));
+        }
+        lines.push(format!("  hit by: {}", c.hit_by.join(", ")));
+    }
+    lines.push("(whole tracebacks: `lockstep check -v`, or trials[].error in report.json)".into());
+    lines
 }
 
 /// Each error of a trial on its own line (the suite joins them with newlines).

@@ -492,3 +492,59 @@ fn goldens_record_verify_and_catch_drift_for_a_cmd_env() {
     let g: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(g["argv"][4], "CartPole-v1");
 }
+
+/// Issue 29 item 2: an env of the user's own that raised on reset gave 262 lines and 18
+/// tracebacks, each ending in the adapter, and the pid in each message kept them from being
+/// grouped. Now it is one group: the error, the user's file:line with the line's text first,
+/// and the parts of the trial that hit it, in at most 15 lines.
+#[test]
+fn an_env_raising_on_reset_is_one_group_in_the_users_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mine.py"),
+        "import gymnasium\nimport numpy as np\nfrom gymnasium import spaces\n\n\
+class Mine(gymnasium.Env):\n    def __init__(self):\n        \
+self.observation_space = spaces.Box(-1, 1, (2,), np.float64)\n        \
+self.action_space = spaces.Discrete(2)\n\n    def reset(self, seed=None, options=None):\n        \
+super().reset(seed=seed)\n        return self.load_level(), {}\n\n    def load_level(self):\n        \
+raise KeyError('level-3')\n\n\ndef make():\n    return Mine()\n",
+    )
+    .unwrap();
+    let out = dir.path().join("report");
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .current_dir(dir.path())
+        .args(["check", "--out"])
+        .arg(&out)
+        .args([
+            "--cmd",
+            "--",
+            &python(),
+            "-m",
+            "lockstep_adapter",
+            "factory",
+            "mine:make",
+        ])
+        .env("PYTHONPATH", python_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{text}{}", stderr(&o));
+    assert_eq!(text.matches("\nERROR ").count(), 1, "{text}");
+    assert!(
+        text.lines().count() <= 15,
+        "{} lines:\n{text}",
+        text.lines().count()
+    );
+    let file = dir.path().join("mine.py");
+    let raised = format!(
+        "{}:15 in load_level: raise KeyError('level-3')",
+        file.display()
+    );
+    assert!(
+        text.contains("error: KeyError: 'level-3' in reset, raised in your code:"),
+        "{text}"
+    );
+    assert!(text.contains(&raised), "{text}");
+    assert!(!text.contains("lockstep_adapter/server.py"), "{text}");
+    assert!(text.contains("seeds 1-4: the same"), "{text}");
+}

@@ -10,6 +10,7 @@
 //! checks) are separate fields everywhere, never merged into one verdict.
 
 mod about;
+pub mod env_error;
 mod groups;
 mod html;
 mod merge;

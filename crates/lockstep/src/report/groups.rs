@@ -71,7 +71,10 @@ pub fn failure_groups(report: &Report) -> Vec<FailureGroup<'_>> {
                 variants: variants.into_iter().map(|(_, ts)| ts).collect(),
             });
         };
-        push(FailureKind::Error, &|t| t.error.clone());
+        // One error on every seed (another pid, another seed each time) is one variant.
+        push(FailureKind::Error, &|t| {
+            t.error.as_deref().map(super::env_error::signature)
+        });
         push(FailureKind::ResetContract, &|t| {
             t.audit.as_ref().filter(|a| !a.conforms).map(|a| {
                 format!(
