@@ -462,6 +462,14 @@ fn help_lists_every_env_and_the_exit_codes() {
     for line in ["Exit status:", "  0  ", "  1  ", "  2  ", "--cmd -- ARGV"] {
         assert!(help.contains(line), "{line}:\n{help}");
     }
+    // Issue 29 item 3: the way to one's own env was in neither the README nor the help.
+    for line in [
+        "python -m lockstep_adapter factory MODULE:FUNCTION",
+        "--fields a,b",
+        "gymnasium-vector ENV_ID --num-envs N",
+    ] {
+        assert!(help.contains(line), "{line}:\n{help}");
+    }
 }
 
 #[test]

@@ -47,6 +47,14 @@ Environments (ENVS):
   --cmd -- ARGV...
       any other env, served over the lockstep protocol by ARGV (docs/protocol.md)
 
+Your own Python env (with PYTHONPATH=python, or the Python package installed):
+  lockstep check --cmd -- python -m lockstep_adapter factory MODULE:FUNCTION
+      FUNCTION() returns a Gymnasium env, a Gymnasium vector env or a PettingZoo env;
+      add --fields a,b (after FUNCTION) to audit those attributes of env.unwrapped
+  lockstep check --cmd -- python -m lockstep_adapter gymnasium ENV_ID
+  lockstep check --cmd -- python -m lockstep_adapter gymnasium-vector ENV_ID --num-envs N
+  lockstep check --cmd -- python -m lockstep_adapter pettingzoo MODULE
+
 Exit status:
   0  every check and golden passes
   1  a check or golden fails (the report says where)
