@@ -6,6 +6,8 @@
 #[allow(dead_code)] // the binary's `main` is unused in the library
 mod app;
 
+/// The terminal text of a check report, for the Python package's `Report` (the same words).
+pub use app::render::{group_text, summary_text};
 pub use app::run;
 // The binary's modules name each other `crate::...`: the same paths here.
 pub(crate) use app::{

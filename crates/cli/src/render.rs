@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use lockstep::report::env_error;
 use lockstep::report::{
-    failure_groups, seed_list, AuditRecord, CheckOutcome, FailureKind, Report, Tally, Trial,
-    CHECK_NAMES,
+    failure_groups, seed_list, AuditRecord, CheckOutcome, FailureGroup, FailureKind, Report, Tally,
+    Trial, CHECK_NAMES,
 };
 use serde_json::Value;
 
@@ -131,54 +131,66 @@ fn table(report: &Report) -> String {
 /// check), in report order, each listing its seeds and ending with a replay command.
 fn grouped_blocks(out: &mut String, report: &Report, replay: &ReplayCommand<'_>) {
     for g in failure_groups(report) {
-        let (word, what) = match g.kind {
-            FailureKind::Error => ("ERROR", "environment error".to_string()),
-            FailureKind::ResetContract => ("FAIL", "reset contract".to_string()),
-            FailureKind::Check(name) => ("FAIL", format!("{name} check")),
-        };
-        let _ = writeln!(out, "\n{word} {}: {what}, {}", g.env, seed_list(&g.trials));
-        let lines_of = |t: &Trial| -> Vec<String> {
-            match g.kind {
-                FailureKind::Error => cause_lines(t.error.as_deref().unwrap_or_default()),
-                FailureKind::ResetContract => t.audit.as_ref().map(audit_lines).unwrap_or_default(),
-                FailureKind::Check(name) => t
-                    .checks
-                    .iter()
-                    .find(|c| c.check == name)
-                    .map(check_lines)
-                    .unwrap_or_default(),
-            }
-        };
-        for ts in g.variants.iter().take(MAX_VARIANTS) {
-            let mut lines = lines_of(ts[0]).into_iter();
-            if let Some(first) = lines.next() {
-                let _ = writeln!(out, "  seed {}: {first}", ts[0].seed);
-            }
-            for line in lines {
-                let _ = writeln!(out, "    {line}");
-            }
-            if ts.len() > 1 {
-                let _ = writeln!(
-                    out,
-                    "  {}: the same, with their own values",
-                    seed_list(&ts[1..])
-                );
-            }
-        }
-        if g.variants.len() > MAX_VARIANTS {
-            let rest: Vec<&Trial> = g.variants[MAX_VARIANTS..]
+        out.push_str(&group_text(&g, replay));
+    }
+}
+
+/// One group's block as `check` prints it (a group of one trial reads as that trial's
+/// failure: the Python package's `Failure`).
+pub fn group_text(g: &FailureGroup<'_>, replay: &ReplayCommand<'_>) -> String {
+    let mut out = String::new();
+    group_block(&mut out, g, replay);
+    out
+}
+
+fn group_block(out: &mut String, g: &FailureGroup<'_>, replay: &ReplayCommand<'_>) {
+    let (word, what) = match g.kind {
+        FailureKind::Error => ("ERROR", "environment error".to_string()),
+        FailureKind::ResetContract => ("FAIL", "reset contract".to_string()),
+        FailureKind::Check(name) => ("FAIL", format!("{name} check")),
+    };
+    let _ = writeln!(out, "\n{word} {}: {what}, {}", g.env, seed_list(&g.trials));
+    let lines_of = |t: &Trial| -> Vec<String> {
+        match g.kind {
+            FailureKind::Error => cause_lines(t.error.as_deref().unwrap_or_default()),
+            FailureKind::ResetContract => t.audit.as_ref().map(audit_lines).unwrap_or_default(),
+            FailureKind::Check(name) => t
+                .checks
                 .iter()
-                .flat_map(|ts| ts.iter().copied())
-                .collect();
+                .find(|c| c.check == name)
+                .map(check_lines)
+                .unwrap_or_default(),
+        }
+    };
+    for ts in g.variants.iter().take(MAX_VARIANTS) {
+        let mut lines = lines_of(ts[0]).into_iter();
+        if let Some(first) = lines.next() {
+            let _ = writeln!(out, "  seed {}: {first}", ts[0].seed);
+        }
+        for line in lines {
+            let _ = writeln!(out, "    {line}");
+        }
+        if ts.len() > 1 {
             let _ = writeln!(
                 out,
-                "  {}: fail elsewhere (`check -v` or report.json says where)",
-                seed_list(&rest)
+                "  {}: the same, with their own values",
+                seed_list(&ts[1..])
             );
         }
-        if g.kind != FailureKind::Error {
-            replay_line(out, &g.trials, &g.checks(), replay);
-        }
+    }
+    if g.variants.len() > MAX_VARIANTS {
+        let rest: Vec<&Trial> = g.variants[MAX_VARIANTS..]
+            .iter()
+            .flat_map(|ts| ts.iter().copied())
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {}: fail elsewhere (`check -v` or report.json says where)",
+            seed_list(&rest)
+        );
+    }
+    if g.kind != FailureKind::Error {
+        replay_line(out, &g.trials, &g.checks(), replay);
     }
 }
 
