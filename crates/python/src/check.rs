@@ -2,11 +2,15 @@
 //! (`lockstep::suite::run_here`, `lockstep::trace::rollout`, `lockstep::golden`) on a
 //! [`PyFactory`], with the GIL released while they run.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use lockstep::check::ProcessRunner;
 use lockstep::golden::{self, Golden};
-use lockstep::report::{render_html, EnvParams, Report, RunParams};
+use lockstep::report::{
+    failure_groups, render_html_with, EnvParams, FailureGroup, FailureKind, Report, RunParams,
+    Trial,
+};
 use lockstep::suite::{parse_checks, run_here, SuiteEnv, SuiteOptions};
 use lockstep::trace::{rollout, Recorded, RolloutOptions};
 use lockstep_protocol::{ProcessEnvFactory, ProcessOptions};
@@ -38,6 +42,9 @@ impl ProcessRunner for NoProcess {
     }
 }
 
+/// One failure of one trial: `(what, env, seed, text, replay)` (see `NativeReport::failures`).
+type FailureRow = (String, String, u64, String, Option<String>);
+
 /// A finished `check`: the CLI's report (`lockstep::report::Report`).
 #[pyclass(module = "lockstep._native", frozen)]
 pub struct NativeReport {
@@ -62,8 +69,57 @@ impl NativeReport {
         serde_to_py(py, &self.report)
     }
 
-    /// Writes report.json and report.html into `dir` (created if needed), each atomically.
-    fn write(&self, dir: PathBuf) -> PyResult<()> {
+    /// What `lockstep check` prints for this report (`check -v` with `verbose`): the table
+    /// and its legend, the failures grouped across seeds with their causes, the verdict. The
+    /// CLI's renderer itself; each replay command is `replay(env, seed, checks)`'s (a Python
+    /// call: no command line replays an env object of this interpreter), none without it.
+    #[pyo3(signature = (verbose = false, replay = None))]
+    fn render_text(
+        &self,
+        py: Python<'_>,
+        verbose: bool,
+        replay: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        with_replay(py, replay.as_ref(), |r| {
+            lockstep_cli::summary_text(&self.report, r, verbose)
+        })
+    }
+
+    /// Every failure of one trial, in the order of the grouped text (per env: errors, the
+    /// reset contract, the checks): `(what, env, seed, text, replay)`, `what` being `"error"`,
+    /// `"reset contract"` or the check's name, `text` the CLI's block for that trial alone and
+    /// `replay` the command re-running it (for an error, the check of its seed).
+    #[pyo3(signature = (replay = None))]
+    fn failures(&self, py: Python<'_>, replay: Option<Py<PyAny>>) -> PyResult<Vec<FailureRow>> {
+        with_replay(py, replay.as_ref(), |r| {
+            let mut out = Vec::new();
+            for g in failure_groups(&self.report) {
+                let what = match g.kind {
+                    FailureKind::Error => "error".to_string(),
+                    FailureKind::ResetContract => "reset contract".to_string(),
+                    FailureKind::Check(name) => name.to_string(),
+                };
+                for t in &g.trials {
+                    let alone = FailureGroup {
+                        env: g.env,
+                        kind: g.kind,
+                        trials: vec![*t],
+                        variants: vec![vec![*t]],
+                    };
+                    let text = lockstep_cli::group_text(&alone, r);
+                    let command = r(t, &g.checks());
+                    out.push((what.clone(), t.env.clone(), t.seed, text, command));
+                }
+            }
+            out
+        })
+    }
+
+    /// Writes report.json and report.html into `dir` (created if needed), each atomically;
+    /// report.html's replay commands are `replay`'s, as in [`Self::render_text`].
+    #[pyo3(signature = (dir, replay = None))]
+    fn write(&self, py: Python<'_>, dir: PathBuf, replay: Option<Py<PyAny>>) -> PyResult<()> {
+        let html = with_replay(py, replay.as_ref(), |r| render_html_with(&self.report, r))?;
         std::fs::create_dir_all(&dir).map_err(|e| {
             error(
                 Kind::Config,
@@ -72,7 +128,7 @@ impl NativeReport {
         })?;
         for (name, bytes) in [
             ("report.json", self.report.to_json()),
-            ("report.html", render_html(&self.report).into_bytes()),
+            ("report.html", html.into_bytes()),
         ] {
             let path = dir.join(name);
             lockstep::atomic_file::write_atomic(&path, &bytes).map_err(|e| {
@@ -83,6 +139,34 @@ impl NativeReport {
             })?;
         }
         Ok(())
+    }
+}
+
+/// Runs `f` with a replay command that calls `replay(env, seed, checks)` (a Python callable
+/// returning a string or `None`), or gives none without one; the first exception it raises is
+/// raised here, after `f`.
+fn with_replay<T>(
+    py: Python<'_>,
+    replay: Option<&Py<PyAny>>,
+    f: impl FnOnce(&dyn Fn(&Trial, &[&str]) -> Option<String>) -> T,
+) -> PyResult<T> {
+    let failed: RefCell<Option<PyErr>> = RefCell::new(None);
+    let command = |t: &Trial, checks: &[&str]| -> Option<String> {
+        let replay = replay?;
+        let called = replay
+            .call1(py, (t.env.as_str(), t.seed, checks.to_vec()))
+            .and_then(|v| v.extract::<Option<String>>(py));
+        called
+            .map_err(|e| {
+                failed.borrow_mut().get_or_insert(e);
+            })
+            .ok()
+            .flatten()
+    };
+    let out = f(&command);
+    match failed.into_inner() {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
 }
 
