@@ -6,7 +6,7 @@ fingerprint, a diff, a trace or a check computed here has the CLI's bytes and ve
     import lockstep
     lockstep.fingerprint({"seed": 0, "cache": None})       # == hashlib.sha256(json.dumps(...))
     report = lockstep.check("CartPole-v1", seeds=range(3), steps=50)
-    assert report.passed, report.failures
+    assert report.passed, report      # the CLI's text: failures grouped across seeds
     env = lockstep.range.parallel_env("ransomware", preset="easy")   # a PettingZoo ParallelEnv
 
 The API is documented in docs/python.md.
@@ -19,7 +19,8 @@ from ._diff import MISSING, Change, Diff, diff
 from ._envs import resolve as _resolve
 from ._errors import CanonicalError, ConfigError, EnvError, GoldenError, LockstepError
 from ._errors import count as _count
-from ._report import Report
+from ._report import Failure, Report
+from ._report import replay_for as _replay_for
 
 __version__ = _native.__version__
 
@@ -107,16 +108,16 @@ def check(
         source.argv,
         source.child_env,
     )
-    return Report(native, skipped)
+    return Report(native, skipped, _replay_for(env, source, steps, contract))
 
 
 def assert_reproducible(env, seeds: Iterable[int] = range(3), steps: int = 100, checks=None, contract=None) -> Report:
     """:func:`check` for pytest: raises ``AssertionError`` with the terminal explanation
-    (reset-contract diff, first divergence: step, agent, key, element, both values) when any
-    check fails; returns the report otherwise."""
+    (``str(report)``: the failures grouped across seeds, each with its first divergence and the
+    call that replays it) when any check fails; returns the report otherwise."""
     report = check(env, seeds=seeds, steps=steps, checks=checks, contract=contract)
     if not report.passed:
-        raise AssertionError(f"{report.data['params']['envs'][0]} is not reproducible:\n" + "\n\n".join(report.failures))
+        raise AssertionError(f"{report.data['params']['envs'][0]} is not reproducible:\n{report}")
     return report
 
 
@@ -133,6 +134,7 @@ from . import golden, range  # noqa: E402 - they import the names above
 
 __all__ = [
     "CHECKS",
+    "Failure",
     "Report",
     "assert_reproducible",
     "check",
