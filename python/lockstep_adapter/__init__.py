@@ -17,8 +17,9 @@ in-process (the ``lockstep`` package may call them without a child process):
   ``parse_args(argv)`` (the command line's kinds: gymnasium, pettingzoo, factory).
 - ``lockstep_adapter.wire``: ``declare_space``, ``observation_keys``, ``ObservationEncoder``,
   ``ActionDecoder``, ``wire_array``/``decode_array`` (arrays as dtype, shape and base64 of the
-  little-endian bytes), ``reward_fields``, ``to_json`` (infos), ``state_json`` (``--fields``
-  state of plain objects), ``rng_state``.
+  little-endian bytes), ``reward_fields``, ``to_json`` (infos), ``rng_state``.
+- ``lockstep_adapter.attributes``: the env's attributes as its starting state (the default
+  contract, and the fields a contract names): ``inferred_state``, ``attribute_state``.
 - ``lockstep_adapter.testing``: deliberately faulty envs; ``lockstep_adapter.faults``: a raw
   server that breaks the protocol on purpose.
 """

@@ -49,6 +49,13 @@ def parse_args(argv):
     p.add_argument("--fields", default="", help="comma-separated state fields: attributes of the unwrapped env read by the default state, or the declared fields of --state")
     p.add_argument("--contract", help='JSON {"name", "version", "fields"} overriding the declared reset contract')
     p.add_argument(
+        "--exclude",
+        default="",
+        help="comma-separated attributes of the unwrapped env left out of the default state (every other "
+        "attribute is the starting state lockstep fingerprints), or pointers into them with * for any "
+        "one segment (/world/agents/*/action); say why in your notes",
+    )
+    p.add_argument(
         "--seedless",
         action="store_true",
         help="declare that the env has no randomness: lockstep reports its other-seed check as not applicable",
@@ -79,12 +86,18 @@ def _make_served(args):
     fields = [f for f in args.fields.split(",") if f]
     state_fn = _load(args.state) if args.state else None
     contract = json.loads(args.contract) if args.contract else None
+    opts = {
+        "fields": fields,
+        "state_fn": state_fn,
+        "contract": contract,
+        "exclude": [f for f in args.exclude.split(",") if f],
+    }
     config = {"adapter": args.kind, "target": args.target, "kwargs": kwargs}
     if args.kind == "gymnasium":
         import gymnasium
 
         env = gymnasium.make(args.target, **kwargs)
-        return server.GymnasiumServed(env, args.target, config, fields, state_fn, contract)
+        return server.GymnasiumServed(env, args.target, config, **opts)
     if args.kind == "gymnasium-vector":
         import gymnasium
 
@@ -94,19 +107,19 @@ def _make_served(args):
             config = dict(config, vectorization_mode=args.vectorization_mode)
         if args.twin:
             twins = [gymnasium.make(args.target, **kwargs) for _ in range(args.num_envs)]
-            return vector.TwinServed(twins, args.target, dict(config, twin=True), **_served_kwargs(fields, state_fn, contract))
+            return vector.TwinServed(twins, args.target, dict(config, twin=True), **opts)
         env = gymnasium.make_vec(args.target, num_envs=args.num_envs, vectorization_mode=args.vectorization_mode, **kwargs)
         # What Gymnasium picked when the mode was left to it.
         config = dict(config, vector_class=type(env.unwrapped).__name__)
-        return vector.VectorServed(env, args.target, config, **_served_kwargs(fields, state_fn, contract))
+        return vector.VectorServed(env, args.target, config, **opts)
     if args.kind == "pettingzoo":
         module = importlib.import_module(args.target)
         if hasattr(module, "parallel_env"):
             env = module.parallel_env(**kwargs)
-            return server.ParallelServed(env, args.target, config, fields, state_fn, contract)
+            return server.ParallelServed(env, args.target, config, **opts)
         # Turn-based (AEC) only, e.g. pettingzoo.classic.tictactoe_v3.
         env = module.env(**kwargs)
-        return server.AECServed(env, args.target, config, fields, state_fn, contract)
+        return server.AECServed(env, args.target, config, **opts)
     env = _load(args.target)(**kwargs)
     if _is_vector(env):
         if args.twin:
@@ -117,13 +130,9 @@ def _make_served(args):
                 )
             twins = [fn() for fn in fns]
             env.close()
-            return vector.TwinServed(twins, args.target, dict(config, twin=True), **_served_kwargs(fields, state_fn, contract))
-        return vector.VectorServed(env, args.target, config, **_served_kwargs(fields, state_fn, contract))
-    return _served_class(env)(env, args.target, config, fields, state_fn, contract)
-
-
-def _served_kwargs(fields, state_fn, contract):
-    return {"fields": fields, "state_fn": state_fn, "contract": contract}
+            return vector.TwinServed(twins, args.target, dict(config, twin=True), **opts)
+        return vector.VectorServed(env, args.target, config, **opts)
+    return _served_class(env)(env, args.target, config, **opts)
 
 
 def _is_vector(env):

@@ -12,7 +12,7 @@ import sys
 import traceback
 import warnings
 
-from . import instances, wire
+from . import attributes, instances, wire
 from .wire import PROTOCOL, PROTOCOL_V2
 
 
@@ -40,13 +40,17 @@ class Served:
 
     kind = ""
 
-    def __init__(self, env, env_id, config, fields=None, state_fn=None, contract=None):
+    def __init__(self, env, env_id, config, fields=None, state_fn=None, contract=None, exclude=()):
         self.env = env
         self.env_id = env_id
         self.config = config
         self.fields = list(fields or [])
         self.state_fn = state_fn
-        self.contract = contract
+        # Attributes left out of the inferred state (`--exclude`, or a contract's "exclude"),
+        # each for a reason the user gives: a render buffer, a wall-clock stamp.
+        contract = dict(contract) if contract else None
+        self.exclude = frozenset(list(exclude or ()) + list((contract or {}).pop("exclude", None) or ()))
+        self.contract = contract or None
         # An env without randomness may declare it (attribute `lockstep_seedless = True` on the
         # unwrapped env, or the adapter's --seedless): the handshake says `"seedless": true`.
         self.seedless = bool(getattr(getattr(env, "unwrapped", env), "lockstep_seedless", False))
@@ -75,8 +79,8 @@ class Served:
                 raise wire.WireError(f"agent {a!r}: action: {exc}") from None
         self.agent_names = {a: json.dumps(a) for a in self.agents}
         self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
-        # State paths already reported as sent by repr() (said once per path).
-        self._said_repr = set()
+        # State paths already reported as skipped (said once per path).
+        self._said_skipped = set()
 
     # Subclasses provide these.
     def _action_spaces(self):
@@ -109,11 +113,10 @@ class Served:
 
     def handshake(self):
         fields = self.declared_fields()
-        contract = self.contract or {
-            "name": f"lockstep-adapter/{self.kind}/{self.env_id}",
-            "version": 1,
-            "fields": fields,
-        }
+        contract = {"name": f"lockstep-adapter/{self.kind}/{self.env_id}", "version": 1}
+        if fields is not None:
+            contract["fields"] = fields
+        contract.update(self.contract or {})
         return {
             "protocol": PROTOCOL,
             "ok": True,
@@ -143,26 +146,46 @@ class Served:
         }
 
     def declared_fields(self):
+        """The state's fields as the handshake declares them; ``None`` when lockstep infers
+        them: every attribute of the unwrapped env (:mod:`.attributes`), the default."""
         if self.state_fn is not None:
             declared = getattr(self.state_fn, "lockstep_fields", None)
             return sorted(self.fields or declared or [])
-        return sorted(set(["action_space_rng", "np_random"] + self.fields))
+        named = self._named_fields()
+        return None if named is None else sorted(named)
+
+    def _named_fields(self):
+        """The attributes a contract names (``--fields`` or a contract's ``fields``), or
+        ``None`` for the inferred default."""
+        if self.fields:
+            return sorted(set(["action_space_rng", "np_random"] + self.fields))
+        if self.contract and self.contract.get("fields"):
+            return list(self.contract["fields"])
+        return None
 
     def state(self):
         if self.state_fn is not None:
             return wire.to_json(self.state_fn(self.env))
         env = self.unwrapped()
-        out = {
-            "np_random": _safe_rng(env),
-            "action_space_rng": {a: _safe_rng(self.action_spaces[a]) for a in self.agents},
-        }
-        fallbacks = []
-        for name in self.fields:
-            out[name] = wire.state_json(getattr(env, name, None), fallbacks, "/" + name)
-        for path in fallbacks:
-            if path not in self._said_repr:
-                self._said_repr.add(path)
-                sys.stderr.write(f"lockstep_adapter: state {path} has no inspectable state; sent as its repr()\n")
+        spaces_rng = {a: _safe_rng(self.action_spaces[a]) for a in self.agents}
+        named = self._named_fields()
+        if named is None:
+            out = attributes.inferred_state(env, self.exclude)
+            out["action_space_rng"] = spaces_rng
+            return out
+        skipped = {}
+        out = {}
+        for name in named:
+            if name == "np_random":
+                out[name] = _safe_rng(env)
+            elif name == "action_space_rng":
+                out[name] = spaces_rng
+            else:
+                out.update(attributes.named_state(env, [name], skipped))
+        for path, why in skipped.items():
+            if path not in self._said_skipped:
+                self._said_skipped.add(path)
+                sys.stderr.write(f"lockstep_adapter: state {path} ({why}) has no inspectable state; skipped\n")
         return out
 
     def close(self):

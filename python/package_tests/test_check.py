@@ -139,14 +139,19 @@ def test_a_class_is_a_factory_and_importable_by_name():
     assert failing_checks(report) == ["interleaved"]
 
 
-def test_a_contract_overrides_the_declared_one():
-    declared = lockstep.check("CartPole-v1", seeds=range(1), steps=10, checks=["same"])
-    assert declared.passed
+def test_a_contract_overrides_the_inferred_one_and_its_fields_are_read_as_attributes():
+    inferred = lockstep.check("CartPole-v1", seeds=range(1), steps=10, checks=["same"])
+    assert inferred.passed
+    assert inferred.data["envs"][0]["about"]["contract"]["declared"] is False
     narrow = {"name": "mine", "version": 3, "fields": ["np_random"]}
     report = lockstep.check("CartPole-v1", seeds=range(1), steps=10, checks=["same"], contract=narrow)
-    assert not report.passed
-    assert report.trials[0]["audit"]["unexpected"] == ["/action_space_rng"]
-    assert "unexpected field /action_space_rng" in str(report.failures[0])
+    assert report.passed, str(report)
+    contract = report.data["envs"][0]["about"]["contract"]
+    assert (contract["name"], contract["version"], contract["layers"][0]["fields"]) == ("mine", 3, ["np_random"])
+    # A field the contract names is the env's attribute, read the way the default reads all.
+    leaky = lockstep.check(faulty_envs.leaky_reset, seeds=range(1), steps=10, checks=["same"], contract={"fields": ["visits"]})
+    assert not leaky.trials[0]["audit"]["conforms"]
+    assert leaky.trials[0]["audit"]["different_fields"] == ["visits"]
 
 
 def test_seed_once_then_reset_is_caught_by_the_continuation_check():

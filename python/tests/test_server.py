@@ -38,14 +38,17 @@ def test_cartpole_conversation():
     hello, reset, step, state, bogus, close = lines
     assert hello["protocol"] == wire.PROTOCOL and hello["env_id"] == "gymnasium:CartPole-v1"
     assert hello["agents"][0]["name"] == "agent"
-    assert hello["contract"]["fields"] == ["action_space_rng", "np_random"]
+    # No contract named: lockstep infers it from the state, every attribute of the env.
+    assert "fields" not in hello["contract"]
     assert [m["id"] for m in lines[1:]] == [1, 2, 3, 4, 5]
     obs = wire.decode_array(reset["agents"]["agent"]["obs"]["obs"])
     plain = gymnasium.make("CartPole-v1")
     want, _ = plain.reset(seed=3)
     assert obs.tobytes() == want.tobytes()
     assert step["agents"]["agent"]["reward"] == 1.0
-    assert state["state"]["np_random"]["bit_generator"] == "PCG64"
+    assert state["state"]["_np_random"]["bit_generator"] == "PCG64"
+    assert state["state"]["state"]["dtype"] == "<f8", "CartPole's own `state` attribute"
+    assert state["state"]["lockstep_skipped"] == {}
     assert bogus["ok"] is False and "bogus" in bogus["error"]
     assert close == {"id": 5, "ok": True}
 

@@ -55,6 +55,9 @@ fn legend(report: &Report) -> String {
 pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>, verbose: bool) -> String {
     let mut out = table(report);
     let _ = writeln!(out, "{}", legend(report));
+    for line in skipped_state_lines(report) {
+        let _ = writeln!(out, "{line}");
+    }
     if verbose {
         for t in &report.trials {
             trial_block(&mut out, t, replay);
@@ -83,6 +86,34 @@ pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>, verbose: bool) 
     };
     let _ = writeln!(out, "\n{verdict}");
     out
+}
+
+/// For each env whose contract was inferred from its state, what of that state lockstep could
+/// not read: a check that passes says what it did not see.
+fn skipped_state_lines(report: &Report) -> Vec<String> {
+    const SHOWN: usize = 4;
+    let mut lines = Vec::new();
+    for e in &report.envs {
+        let Some(about) = &e.about else { continue };
+        let skipped = &about.contract.skipped;
+        if about.contract.declared || skipped.is_empty() {
+            continue;
+        }
+        let mut named: Vec<String> = skipped
+            .iter()
+            .take(SHOWN)
+            .map(|(pointer, why)| format!("{pointer} ({why})"))
+            .collect();
+        if skipped.len() > SHOWN {
+            named.push(format!("+{} more in report.json", skipped.len() - SHOWN));
+        }
+        lines.push(format!(
+            "state of {}: every attribute after a reset, but not read: {}",
+            e.env,
+            named.join(", ")
+        ));
+    }
+    lines
 }
 
 fn table(report: &Report) -> String {
@@ -262,15 +293,8 @@ fn audit_lines(a: &AuditRecord) -> Vec<String> {
     for p in &a.unexpected {
         lines.push(format!("unexpected field {p}"));
     }
-    for c in a.changes.iter().take(MAX_CHANGES) {
-        let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
-        lines.push(format!(
-            "{} {}: {} -> {}",
-            get("kind").as_str().unwrap_or("changed"),
-            get("pointer").as_str().unwrap_or(""),
-            value_words(&get("before")),
-            value_words(&get("after"))
-        ));
+    for c in first_change_of_each_field(&a.changes).take(MAX_CHANGES) {
+        lines.push(change_line(c));
     }
     if a.changes.len() > MAX_CHANGES {
         lines.push(format!(
@@ -348,16 +372,79 @@ fn trial_block(out: &mut String, t: &Trial, replay: &ReplayCommand<'_>) {
 
 /// A JSON value in words: scalars as written, containers by their size (report.json holds
 /// them in full).
+/// The changes in the order the terminal shows them: the first change of each top-level field,
+/// then the rest, so three lines name three fields rather than three members of one.
+fn first_change_of_each_field(changes: &[Value]) -> impl Iterator<Item = &Value> {
+    let field = |c: &Value| {
+        let p = c.get("pointer").and_then(Value::as_str).unwrap_or("");
+        p.split('/').nth(1).unwrap_or("").to_string()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let (firsts, rest): (Vec<&Value>, Vec<&Value>) =
+        changes.iter().partition(|c| seen.insert(field(c)));
+    firsts.into_iter().chain(rest)
+}
+
+/// One change of a reset-contract diff: `changed P: B -> A`, or the one value of what was
+/// added or removed (a field, an element, a set's member).
+fn change_line(c: &Value) -> String {
+    let kind = c.get("kind").and_then(Value::as_str).unwrap_or("changed");
+    let pointer = c.get("pointer").and_then(Value::as_str).unwrap_or("");
+    match (c.get("before"), c.get("after")) {
+        (Some(b), Some(a)) => format!("{kind} {pointer}: {} -> {}", value_words(b), value_words(a)),
+        (Some(v), None) | (None, Some(v)) => format!("{kind} {pointer}: {}", value_words(v)),
+        (None, None) => format!("{kind} {pointer}"),
+    }
+}
+
+/// A value as the terminal shows it: its compact JSON (`[[0, 1], [0, 2]]` says more than "a
+/// list of 2 items"), cut after [`SHORT_VALUE`] characters with its size when longer.
 fn value_words(v: &Value) -> String {
     match v {
-        Value::Array(a) => format!("a list of {} item(s)", a.len()),
-        Value::Object(o) => format!("an object with {} key(s)", o.len()),
-        Value::String(s) if s.chars().count() > 60 => {
-            let cut: String = s.chars().take(57).collect();
+        Value::Array(_) | Value::Object(_) => {
+            let text = compact_spaced(v);
+            if text.chars().count() <= SHORT_VALUE {
+                return text;
+            }
+            let cut: String = text.chars().take(SHORT_VALUE).collect();
+            match v {
+                Value::Array(a) => format!("{cut}... ({} items)", a.len()),
+                Value::Object(o) => format!("{cut}... ({} keys)", o.len()),
+                _ => unreachable!("matched a container"),
+            }
+        }
+        Value::String(s) if s.chars().count() > SHORT_VALUE => {
+            let cut: String = s.chars().take(SHORT_VALUE - 3).collect();
             format!("{:?}...", cut)
         }
         other => other.to_string(),
     }
+}
+
+/// How much of a value a line of the terminal shows.
+const SHORT_VALUE: usize = 60;
+
+/// JSON with a space after each `,` and `:` outside strings, as people write it.
+fn compact_spaced(v: &Value) -> String {
+    let text = v.to_string();
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    let (mut in_string, mut escaped) = (false, false);
+    for ch in text.chars() {
+        out.push(ch);
+        if in_string {
+            match (escaped, ch) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if ch == '"' {
+            in_string = true;
+        } else if ch == ',' || ch == ':' {
+            out.push(' ');
+        }
+    }
+    out
 }
 
 fn cell(t: Tally) -> String {
@@ -373,16 +460,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn containers_are_described_not_dumped() {
+    fn short_containers_are_shown_and_long_ones_described() {
+        assert_eq!(value_words(&serde_json::json!({"a": 1})), "{\"a\": 1}");
         assert_eq!(
-            value_words(&serde_json::json!({"a": 1})),
-            "an object with 1 key(s)"
+            value_words(&serde_json::json!([[0, 1], [0, 2]])),
+            "[[0, 1], [0, 2]]"
         );
         assert_eq!(
-            value_words(&serde_json::json!([1, 2])),
-            "a list of 2 item(s)"
+            value_words(&serde_json::json!(["a,b: c"])),
+            "[\"a,b: c\"]",
+            "no space is added inside a string"
         );
+        let long: Vec<u32> = (0..40).collect();
+        let words = value_words(&serde_json::json!(long));
+        assert!(words.starts_with("[0, 1, 2, "), "{words}");
+        assert!(words.ends_with("... (40 items)"), "{words}");
         assert_eq!(value_words(&serde_json::json!(null)), "null");
         assert_eq!(value_words(&serde_json::json!("x")), "\"x\"");
+    }
+
+    #[test]
+    fn an_added_member_shows_one_value() {
+        let c = serde_json::json!({"kind": "added member", "pointer": "/seen", "after": [0, 1]});
+        assert_eq!(change_line(&c), "added member /seen: [0, 1]");
+        let c = serde_json::json!({"kind": "changed", "pointer": "/t", "before": 0, "after": 10});
+        assert_eq!(change_line(&c), "changed /t: 0 -> 10");
     }
 }

@@ -695,14 +695,12 @@ fn an_external_env_is_shown_by_what_it_says_about_itself() {
     assert_eq!(argv[0], py.as_str());
     assert_eq!(argv[4], "CartPole-v1");
     let contract = &report["envs"][0]["about"]["contract"];
-    assert_eq!(contract["declared"], true);
-    assert!(
-        contract["layers"][0]["fields"]
-            .as_array()
-            .unwrap()
-            .contains(&"np_random".into()),
-        "{contract}"
-    );
+    // CartPole declares no contract: its attributes are its starting state, inferred.
+    assert_eq!(contract["declared"], false);
+    let fields = contract["layers"][0]["fields"].as_array().unwrap();
+    for f in ["_np_random", "state", "action_space_rng"] {
+        assert!(fields.contains(&f.into()), "{f}: {contract}");
+    }
     let detail = &report["trials"][0]["audit"]["detail"];
     assert!(detail["first"]["steps"].as_u64().unwrap() > 0, "{detail}");
     assert!(html.contains("<th>env id</th><td><code>gymnasium:CartPole-v1</code>"));

@@ -548,3 +548,81 @@ raise KeyError('level-3')\n\n\ndef make():\n    return Mine()\n",
     assert!(!text.contains("lockstep_adapter/server.py"), "{text}");
     assert!(text.contains("seeds 1-4: the same"), "{text}");
 }
+
+/// The user's env of issue 29 item 1: forty lines whose `reset` forgets `self.visited` (and a
+/// `set` of cells). Its attributes are its starting state by default, so the leftover fails
+/// conformity with no `--fields`, named by pointer, the set by its members; the same env with
+/// an honest reset conforms.
+const FORGETFUL_ENV: &str = r#"import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+
+class Walk(gymnasium.Env):
+    def __init__(self, forget):
+        self.observation_space = spaces.Box(0, 9, (2,), np.int64)
+        self.action_space = spaces.Discrete(4)
+        self.forget = forget
+        self.visited = []
+        self.cells = set()
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = self.np_random.integers(0, 9, 2)
+        if not self.forget:
+            self.visited = []
+            self.cells = set()
+        return self.pos.copy(), {}
+
+    def step(self, action):
+        move = [(0, 1), (1, 0), (0, -1), (-1, 0)][int(action)]
+        self.pos = np.clip(self.pos + move, 0, 9)
+        self.visited.append([int(self.pos[0]), int(self.pos[1])])
+        self.cells.add(tuple(self.visited[-1]))
+        return self.pos.copy(), 0.0, False, False, {}
+
+
+def forgetful():
+    return Walk(forget=True)
+
+
+def honest():
+    return Walk(forget=False)
+"#;
+
+fn check_own_env(dir: &std::path::Path, target: &str) -> (Option<i32>, String, serde_json::Value) {
+    let out = dir.join(format!("report-{target}"));
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .current_dir(dir)
+        .args(["check", "--seeds", "2", "--steps", "12", "--checks", "same", "--out"])
+        .arg(&out)
+        .args(["--cmd", "--", &python(), "-m", "lockstep_adapter", "factory"])
+        .arg(format!("walk:{target}"))
+        .env("PYTHONPATH", python_dir())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    let report = std::fs::read_to_string(out.join("report.json")).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (o.status.code(), text, serde_json::from_str(&report).unwrap())
+}
+
+#[test]
+fn a_forgotten_attribute_fails_conformity_with_default_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("walk.py"), FORGETFUL_ENV).unwrap();
+
+    let (code, text, report) = check_own_env(dir.path(), "forgetful");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("different fields: cells, visited"), "{text}");
+    assert!(text.contains("changed /visited: [] -> [["), "{text}");
+    assert!(text.contains("added member /cells: ["), "{text}");
+    let contract = &report["envs"][0]["about"]["contract"];
+    assert_eq!(contract["declared"], false, "{contract}");
+    let fields = contract["layers"][0]["fields"].as_array().unwrap();
+    for f in ["visited", "cells", "pos", "_np_random", "forget"] {
+        assert!(fields.iter().any(|x| x == f), "{f} not inferred: {contract}");
+    }
+
+    let (code, text, _) = check_own_env(dir.path(), "honest");
+    assert_eq!(code, Some(0), "{text}");
+}

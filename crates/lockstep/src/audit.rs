@@ -360,13 +360,16 @@ pub fn audit_with(
 }
 
 /// A contract for an env that ships none: the top-level keys of its state after
-/// `reset(seed)` ([`Contract::inferred`]), named after the env.
-pub fn inferred_contract(factory: &dyn EnvFactory, seed: u64) -> Result<Contract, AuditError> {
+/// `reset(seed)` ([`Contract::inferred`]), named after the env, and that state.
+pub fn inferred_contract(
+    factory: &dyn EnvFactory,
+    seed: u64,
+) -> Result<(Contract, Value), AuditError> {
     let mut env = factory.make().map_err(err(seed, "make"))?;
     env.reset(seed, &Value::Null).map_err(err(seed, "reset"))?;
     let state = env.state().map_err(err(seed, "state"))?;
     env.close().map_err(err(seed, "close"))?;
-    Ok(Contract::inferred(env.spec().id.clone(), &state))
+    Ok((Contract::inferred(env.spec().id.clone(), &state), state))
 }
 
 /// One trial on `env`, which should be a fresh instance. `contaminate` runs between the first

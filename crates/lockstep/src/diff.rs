@@ -7,6 +7,13 @@
 //! Equality is canonical-byte equality, not Python's `==`: `1` and `1.0`, or `0.0` and `-0.0`,
 //! serialise differently and so change a fingerprint; they are reported as changes. All NaNs
 //! serialise alike and compare equal.
+//!
+//! A set travels as `{"$set": [members]}` (the Python adapter's form of a `set`, members in
+//! canonical order). Positions in it mean nothing, so two sets are compared by membership: each
+//! member only in the second is [`ChangeKind::MemberAdded`] at the set's pointer, each only in
+//! the first [`ChangeKind::MemberRemoved`]; one visited cell more is one change, not a shifted
+//! tail of the list. A list that is empty on one side only is one change of the whole list
+//! (`changed /visited: [] -> [[0, 1], [0, 2]]`), not one `added` per element.
 
 use lockstep_canon::{Number, Value};
 
@@ -19,6 +26,10 @@ pub enum ChangeKind {
     Removed,
     /// Present in both with different contents (or different types).
     Changed,
+    /// A member only in the second of two sets (`after` holds it).
+    MemberAdded,
+    /// A member only in the first of two sets (`before` holds it).
+    MemberRemoved,
 }
 
 impl ChangeKind {
@@ -27,6 +38,8 @@ impl ChangeKind {
             ChangeKind::Added => "added",
             ChangeKind::Removed => "removed",
             ChangeKind::Changed => "changed",
+            ChangeKind::MemberAdded => "added member",
+            ChangeKind::MemberRemoved => "removed member",
         }
     }
 }
@@ -121,8 +134,37 @@ pub fn push_token(pointer: &mut String, key: &str) {
     }
 }
 
+/// The key of the adapter's set form, `{"$set": [members]}`.
+pub const SET_KEY: &str = "$set";
+
+/// The members of a value in the set form, or `None`.
+fn set_members(v: &Value) -> Option<&[Value]> {
+    match v {
+        Value::Object(m) if m.len() == 1 => match m.get(SET_KEY) {
+            Some(Value::Array(members)) => Some(members),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Members of `x` not in `y`, in `x`'s order. Quadratic, but states hold small sets and the
+/// comparison is [`same`], the fingerprint's own equality.
+fn only_in<'a>(x: &'a [Value], y: &'a [Value]) -> impl Iterator<Item = &'a Value> {
+    x.iter().filter(move |m| !y.iter().any(|n| same(m, n)))
+}
+
 fn walk(a: &Value, b: &Value, pointer: &mut String, out: &mut Vec<Change>) {
     let len = pointer.len();
+    if let (Some(x), Some(y)) = (set_members(a), set_members(b)) {
+        for m in only_in(x, y) {
+            out.push(change(pointer, ChangeKind::MemberRemoved, Some(m), None));
+        }
+        for m in only_in(y, x) {
+            out.push(change(pointer, ChangeKind::MemberAdded, None, Some(m)));
+        }
+        return;
+    }
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let mut xs = x.iter().peekable();
@@ -154,6 +196,9 @@ fn walk(a: &Value, b: &Value, pointer: &mut String, out: &mut Vec<Change>) {
                 }
                 pointer.truncate(len);
             }
+        }
+        (Value::Array(x), Value::Array(y)) if x.is_empty() != y.is_empty() => {
+            out.push(change(pointer, ChangeKind::Changed, Some(a), Some(b)))
         }
         (Value::Array(x), Value::Array(y)) => {
             for i in 0..x.len().max(y.len()) {
@@ -244,6 +289,38 @@ mod tests {
         );
         assert_eq!(d.changes[0].before, Some(Value::Null));
         assert_eq!(d.changes[0].after, Some(int(1)));
+    }
+
+    #[test]
+    fn sets_are_compared_by_membership_not_position() {
+        let set = |members: &[i64]| obj(&[(SET_KEY, Value::Array(members.iter().map(|&i| int(i)).collect()))]);
+        let d = diff(&obj(&[("seen", set(&[1, 3]))]), &obj(&[("seen", set(&[0, 1, 2, 3]))]));
+        let got: Vec<(&str, ChangeKind, Option<&Value>)> = d
+            .changes
+            .iter()
+            .map(|c| (c.pointer.as_str(), c.kind, c.after.as_ref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("/seen", ChangeKind::MemberAdded, Some(&int(0))),
+                ("/seen", ChangeKind::MemberAdded, Some(&int(2))),
+            ]
+        );
+        assert_eq!(d.different_fields, ["seen"]);
+        let d = diff(&set(&[4, 5]), &set(&[5]));
+        assert_eq!(d.changes.len(), 1);
+        assert_eq!(d.changes[0].kind, ChangeKind::MemberRemoved);
+        assert_eq!(d.changes[0].before, Some(int(4)));
+        let empty = Value::Array(Vec::new());
+        let grown = Value::Array(vec![int(1), int(2)]);
+        let d = diff(&obj(&[("visited", empty)]), &obj(&[("visited", grown.clone())]));
+        assert_eq!(d.changes.len(), 1, "an empty list that filled is one change");
+        assert_eq!((d.changes[0].pointer.as_str(), d.changes[0].kind), ("/visited", ChangeKind::Changed));
+        assert_eq!(d.changes[0].after, Some(grown));
+        // A set and a list are different things, whatever their members.
+        let list = Value::Array(vec![int(1)]);
+        assert_eq!(diff(&set(&[1]), &list).changes[0].kind, ChangeKind::Changed);
     }
 
     #[test]

@@ -230,16 +230,20 @@ fn audit(
     steps: u64,
 ) -> Result<(AuditRecord, EnvAbout), String> {
     let mut env = factory.make().map_err(|e| e.to_string())?;
-    let (contract, declared) = match env.contract() {
-        Some(c) => (c, true),
-        None => (
-            inferred_contract(factory, seed).map_err(|e| e.to_string())?,
-            false,
-        ),
+    let (contract, info) = match env.contract() {
+        Some(c) => {
+            let info = ContractInfo::of(&c, true);
+            (c, info)
+        }
+        None => {
+            let (c, state) = inferred_contract(factory, seed).map_err(|e| e.to_string())?;
+            let info = ContractInfo::inferred(&c, &state);
+            (c, info)
+        }
     };
     let about = EnvAbout {
         env_id: env.spec().id.clone(),
-        contract: ContractInfo::of(&contract, declared),
+        contract: info,
     };
     let record = audit_trial(env.as_mut(), &contract, seed, steps, &mut |_| Ok(()));
     let closed = env.close();

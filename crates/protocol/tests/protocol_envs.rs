@@ -49,10 +49,13 @@ fn check_deterministic(args: &[&str], max_steps: usize) {
         "{args:?}: another seed differs from the reset on"
     );
 
-    // state() is JSON holding the env's RNG; the same seed gives the same starting state.
+    // state() is JSON of the env's attributes, its RNG among them (Gymnasium keeps it in
+    // `_np_random`, PettingZoo envs in `np_random`); the same seed gives the same starting state.
     let state = &first.state_after_reset;
     assert!(
-        matches!(state.get("np_random"), Some(Value::Object(_))),
+        ["_np_random", "np_random"]
+            .iter()
+            .any(|k| matches!(state.get(k), Some(Value::Object(_)))),
         "{args:?}: {state:?}"
     );
     assert_eq!(state, &again.state_after_reset);

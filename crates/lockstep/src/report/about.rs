@@ -59,6 +59,11 @@ pub struct ContractInfo {
     /// after a reset (every top-level field, in one layer `state`).
     pub declared: bool,
     pub layers: Vec<LayerInfo>,
+    /// What the inferred state could not read (a C extension object, nesting too deep), JSON
+    /// Pointer to the reason: the adapter's `lockstep_skipped` field, lifted here so the report
+    /// names it even when every trial conforms and no state is kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skipped: BTreeMap<String, String>,
 }
 
 /// One layer of a contract.
@@ -86,9 +91,27 @@ impl ContractInfo {
                     probe: l.probe.as_ref().map(|p| p.probe.clone()),
                 })
                 .collect(),
+            skipped: BTreeMap::new(),
         }
     }
+
+    /// [`ContractInfo::of`] an inferred contract, with what `state` (the state it was inferred
+    /// from) says it skipped.
+    pub fn inferred(c: &crate::contract::Contract, state: &lockstep_canon::Value) -> ContractInfo {
+        let mut info = ContractInfo::of(c, false);
+        if let Some(lockstep_canon::Value::Object(m)) = state.get(SKIPPED_FIELD) {
+            info.skipped = m
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("not inspectable").to_string()))
+                .collect();
+        }
+        info
+    }
 }
+
+/// The field of an inferred Python state listing what the adapter could not read
+/// (`lockstep_adapter.attributes.SKIPPED_FIELD`).
+pub const SKIPPED_FIELD: &str = "lockstep_skipped";
 
 /// One env of the report: what it said about itself (`null` when no trial of it got that far).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,6 +271,7 @@ mod tests {
                 version: 2,
                 profile: "python".into(),
                 declared: true,
+                skipped: Default::default(),
                 layers: vec![LayerInfo {
                     name: "state".into(),
                     fields: vec!["cache".into()],

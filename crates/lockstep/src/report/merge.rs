@@ -255,6 +255,7 @@ mod tests {
                 version: 1,
                 profile: "python".into(),
                 declared: false,
+                skipped: Default::default(),
                 layers: vec![],
             },
         };

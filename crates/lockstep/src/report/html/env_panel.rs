@@ -221,6 +221,7 @@ mod tests {
                 version: 3,
                 profile: "python".into(),
                 declared: true,
+                skipped: Default::default(),
                 layers: vec![LayerInfo {
                     name: "state".into(),
                     fields: vec!["np_random".into(), "state".into()],
