@@ -23,7 +23,7 @@ import numpy as np
 from .wire import rng_state, to_json
 
 #: How deep :func:`attribute_state` follows objects inside objects.
-DEPTH_MAX = 8
+DEPTH_MAX = 12
 
 #: The field of an inferred state listing the pointers of what could not be read.
 SKIPPED_FIELD = "lockstep_skipped"
@@ -45,6 +45,12 @@ def _segment(key):
 
 def _canonical_text(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _plain_key(k):
+    if k is None or isinstance(k, (str, bool, int, float, np.integer, np.floating)):
+        return True
+    return isinstance(k, tuple) and all(_plain_key(x) for x in k)
 
 
 def _own_attributes(value):
@@ -136,6 +142,14 @@ class _Reader:
 
     def _container(self, value, path, depth):
         if isinstance(value, collections.abc.Mapping):
+            if not all(_plain_key(k) for k in value.keys()):
+                # Objects as keys: their text would be an address. The pairs, read as values,
+                # are the mapping's state, compared as a set.
+                pairs = [
+                    [self.read(k, f"{path}/{SET_KEY}", depth + 1), self.read(v, f"{path}/{SET_KEY}", depth + 1)]
+                    for k, v in value.items()
+                ]
+                return {SET_KEY: sorted(pairs, key=_canonical_text)}
             out = {}
             for k, v in value.items():
                 key = k if isinstance(k, str) else _canonical_text(to_json(k))
@@ -150,6 +164,11 @@ class _Reader:
         if isinstance(value, collections.abc.Set):
             members = [self.read(v, f"{path}/{SET_KEY}", depth + 1) for v in value]
             return {SET_KEY: sorted(members, key=_canonical_text)}
+        getstate = getattr(type(value), "__getstate__", None)
+        if getstate is not None and getstate is not getattr(object, "__getstate__", None):
+            # The class says what its state is (pymunk's bodies keep theirs in C, and give it
+            # here): that, not its handles.
+            return {"__class__": _qualified(type(value)), "__getstate__": self.read(getstate(value), f"{path}/__getstate__", depth + 1)}
         attrs = _own_attributes(value)
         if not attrs:
             return self._reduced(value, path, depth)
@@ -187,8 +206,10 @@ def attribute_state(value, skipped=None, path=""):
     so ``PYTHONHASHSEED`` does not move them; numpy arrays as ``{"dtype", "shape", "bytes"}``
     (base64 of the raw bytes: every bit counts) and numpy scalars as numbers; RNGs (numpy's
     and ``random.Random``) by their state; classes, functions and modules by qualified name;
-    other objects by their attributes, ``{"__class__": "module.Name", attr: ...}``, or, with
-    none (a C extension object), by what they pickle to (``"__reduce__"``). A cycle is
+    a mapping with objects as keys as the set of its ``[key, value]`` pairs; other objects by
+    what their class's own ``__getstate__`` returns, else by their attributes, ``{"__class__":
+    "module.Name", attr: ...}``, or, with none (a C extension object), by what they pickle to
+    (``"__reduce__"``). A cycle is
     ``"<cycle>"``. What cannot be read (no attributes, nesting past :data:`DEPTH_MAX`, an
     error while reading) is ``"<skipped why>"``, and ``skipped`` (a dict) gets its pointer.
     """

@@ -128,9 +128,15 @@ def test_trace_of_a_gymnasium_env_equals_the_cli_through_the_adapter(cli):
 
 
 def test_a_pettingzoo_aec_env_is_checked_as_parallel_in_both_processes():
-    report = lockstep.check("mpe2.simple_spread_v3:env", seeds=range(1), steps=20)
-    assert report.passed, report.summary()
+    # Each agent's `action` holds the last step's action after reset; the next step overwrites
+    # it before any use (docs/findings.md), so it is excluded, and the default catches it.
+    inert = {"exclude": ["/world/agents/*/action"]}
+    report = lockstep.check("mpe2.simple_spread_v3:env", seeds=range(1), steps=20, contract=inert)
+    assert report.passed, report
     assert report.skipped == {}
+    default = lockstep.check("mpe2.simple_spread_v3:env", seeds=range(1), steps=20, checks=["same"])
+    assert default.trials[0]["audit"]["different_fields"] == ["world"]
+    assert "/world/agents/0/action/_u" in str(default)
 
 
 def test_a_class_is_a_factory_and_importable_by_name():

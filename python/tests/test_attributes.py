@@ -67,9 +67,11 @@ def test_slots_arrays_cycles_and_depth():
     t.owner = t
     assert attribute_state(t, skipped)["owner"] == "<cycle>"
     assert skipped == {}
-    deep = [[[[[[[[[[1]]]]]]]]]]
-    assert "<skipped nested deeper than 8>" in repr(attribute_state(deep, skipped, "/deep"))
-    assert list(skipped) == ["/deep/0/0/0/0/0/0/0/0"]
+    deep = 1
+    for _ in range(attributes.DEPTH_MAX + 2):
+        deep = [deep]
+    assert f"<skipped nested deeper than {attributes.DEPTH_MAX}>" in repr(attribute_state(deep, skipped, "/deep"))
+    assert list(skipped) == ["/deep" + "/0" * attributes.DEPTH_MAX]
 
 
 def test_what_has_no_state_is_a_stable_marker_and_is_named():
@@ -131,3 +133,21 @@ def test_exclusions_are_pointer_patterns():
     assert "frame" not in state
     assert state["agents"] == [{"__class__": f"{__name__}.Timer", "owner": None}] * 2
     assert state["by_cell"] == {}
+
+
+class Handle:
+    """State kept where attributes do not show it, given by ``__getstate__`` (as pymunk's)."""
+
+    def __init__(self, x):
+        self._c = Opaque()
+        self._x = x
+
+    def __getstate__(self):
+        return {"x": self._x}
+
+
+def test_objects_as_keys_and_getstate():
+    a = attribute_state({Handle(1): "a", Handle(2): "b"})
+    b = attribute_state({Handle(2): "b", Handle(1): "a"})
+    assert a == b, "no address, no insertion order"
+    assert a[SET_KEY][0][0] == {"__class__": f"{__name__}.Handle", "__getstate__": {"x": 1}}
