@@ -34,6 +34,43 @@ pub fn jobs(text: &str) -> Result<usize, String> {
     at_least(text, 1, "trials run at once", "").map(to_usize)
 }
 
+/// `--budget`: a duration such as `90s`, `2m`, `1h30m` or `2.5m` (units h, m, s, ms; a bare
+/// number is seconds), more than zero.
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let bad = || {
+        format!("a budget must be a duration such as 90s, 2m or 1h30m (units h, m, s, ms), got {text:?}")
+    };
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let mut total = 0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" | "" => 1.0,
+            "ms" => 0.001,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total += number * scale;
+    }
+    if !(total > 0.0 && total.is_finite() && total < 1e9) {
+        return Err(format!("a budget must be more than zero, got {text:?}"));
+    }
+    Ok(std::time::Duration::from_secs_f64(total))
+}
+
 fn to_usize(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
@@ -51,6 +88,24 @@ fn at_least(text: &str, min: u64, what: &str, why: &str) -> Result<u64, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn budgets_are_durations() {
+        let secs = |t: &str| duration(t).map(|d| d.as_secs_f64());
+        assert_eq!(secs("2m"), Ok(120.0));
+        assert_eq!(secs("90s"), Ok(90.0));
+        assert_eq!(secs("1h30m"), Ok(5400.0));
+        assert_eq!(secs("2.5m"), Ok(150.0));
+        assert_eq!(secs("45"), Ok(45.0));
+        assert_eq!(secs("500ms"), Ok(0.5));
+        for bad in ["", "2x", "m", "-1m", "1..2s"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            duration("0s").unwrap_err(),
+            "a budget must be more than zero, got \"0s\""
+        );
+    }
 
     #[test]
     fn counts_below_their_least_value_are_one_sentence() {

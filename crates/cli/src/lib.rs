@@ -11,7 +11,7 @@ pub use app::render::{group_text, summary_text};
 pub use app::run;
 // The binary's modules name each other `crate::...`: the same paths here.
 pub(crate) use app::{
-    child_runner, cmd, counts, envs, isolated, json_input, output, render, shell,
+    budget, child_runner, cmd, counts, envs, isolated, json_input, output, render, shell,
 };
 
 /// Sets the command that re-runs this CLI for the other-process check (program first), e.g.

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 #[macro_use]
 pub(crate) mod output;
 
+pub(crate) mod budget;
 pub(crate) mod child_runner;
 pub(crate) mod cmd;
 pub(crate) mod counts;

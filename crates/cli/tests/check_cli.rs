@@ -768,6 +768,14 @@ fn bad_counts_are_one_sentence_and_exit_2() {
             &["trace", "--env", "fixture", "--steps", "-5"],
             "steps per rollout must be",
         ),
+        (
+            &["check", "fixture", "--budget", "2x"],
+            "a budget must be a duration such as 90s, 2m or 1h30m",
+        ),
+        (
+            &["check", "fixture", "--budget", "0s"],
+            "a budget must be more than zero",
+        ),
     ];
     for (args, want) in cases {
         let o = lockstep(args);
@@ -801,4 +809,51 @@ fn help_into_a_closed_pipe_ends_quietly() {
             o.status
         );
     }
+}
+
+/// Issue 29 item 6: `--budget` measures the env and cuts the plan in the documented order
+/// (seeds, rollouts, seeds, steps), says so in the header and keeps it in the report; what ran
+/// is what `params` says. A budget the plan fits in cuts nothing.
+#[test]
+fn a_budget_cuts_the_plan_and_says_what_it_cut() {
+    let out = out_dir("budget");
+    let o = check(&["fixture", "--seeds", "6", "--budget", "1ms"], &out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("budget 1.0 ms:"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("cut seeds 6 -> 1, same-seed rollouts 10 -> 3, steps 200 -> 10"),
+        "{line}"
+    );
+    assert!(
+        line.contains("the smallest plan is over the budget"),
+        "{line}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let params = &report["params"];
+    assert_eq!(params["seeds"], serde_json::json!([0]));
+    assert_eq!(
+        (params["steps"].as_u64(), params["rollouts"].as_u64()),
+        (Some(10), Some(3))
+    );
+    assert_eq!(report["trials"].as_array().unwrap().len(), 1);
+    let budget = &params["budget"];
+    assert_eq!(budget["dropped"].as_array().unwrap().len(), 3, "{budget}");
+    assert!(budget["step_s"].as_f64().unwrap() > 0.0, "{budget}");
+
+    let o = check(
+        &[
+            "fixture", "--seeds", "2", "--steps", "20", "--budget", "10m",
+        ],
+        &out,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("nothing cut"), "{err}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["params"]["seeds"], serde_json::json!([0, 1]));
 }

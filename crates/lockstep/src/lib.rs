@@ -18,6 +18,7 @@ pub mod actions;
 pub mod atomic_file;
 pub mod audit;
 pub mod background_hash;
+pub mod budget;
 pub mod check;
 pub mod clock;
 pub mod contract;

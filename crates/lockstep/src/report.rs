@@ -58,6 +58,10 @@ pub struct RunParams {
     pub rollouts: Option<usize>,
     /// How each env was run, in `envs` order: what its replay command needs.
     pub env_params: Vec<EnvParams>,
+    /// `--budget`: what it measured and cut (`seeds`, `steps` and `rollouts` above are what
+    /// ran); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::BudgetRecord>,
 }
 
 impl RunParams {
@@ -473,6 +477,7 @@ mod tests {
 
     pub(crate) fn sample_params() -> RunParams {
         RunParams {
+            budget: None,
             envs: vec!["b-env".into(), "a-env".into()],
             seeds: vec![5, 1, 3],
             steps: 10,
@@ -595,6 +600,7 @@ mod tests {
         );
         let r2 = Report::assemble(
             RunParams {
+                budget: None,
                 seeds: vec![2],
                 ..sample_params()
             },
@@ -631,6 +637,7 @@ mod tests {
         // A permutation of 0..n (7919 is prime to 10,000), so run order is not numeric order.
         let seeds: Vec<u64> = (0..n).map(|i| (i * 7_919) % n).collect();
         let params = RunParams {
+            budget: None,
             envs: vec!["b-env".into(), "a-env".into()],
             seeds: seeds.clone(),
             steps: 1,

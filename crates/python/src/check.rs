@@ -216,6 +216,7 @@ pub fn check(
         fresh_runs: None,
     };
     let params = RunParams {
+        budget: None,
         envs: vec![env_id.clone()],
         seeds: seeds.clone(),
         steps,

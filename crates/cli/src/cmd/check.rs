@@ -103,6 +103,12 @@ pub struct Args {
     /// grouped across seeds.
     #[arg(short, long)]
     verbose: bool,
+    /// Fit the run into this much time (90s, 2m, 1h30m): one short rollout measures each env,
+    /// then seeds (to 2), same-seed rollouts (to 3), seeds (to 1) and steps (halved, to 10) are
+    /// cut in that order until the estimate fits. Every check still runs; the header and the
+    /// report (params.budget) say what was cut. Default: off.
+    #[arg(long, value_name = "DURATION", value_parser = crate::counts::duration, allow_negative_numbers = true)]
+    budget: Option<std::time::Duration>,
 }
 
 /// Parses `N` (0..N) or `A..B` (half-open).
@@ -160,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.rollouts.is_some_and(|r| r < 2) {
         bail!("--rollouts must be at least 2 (the same-seed check compares rollouts)");
     }
-    let seeds = parse_seeds(&args.seeds)?;
+    let mut seeds = parse_seeds(&args.seeds)?;
     let shard = args
         .shard
         .as_deref()
@@ -211,6 +217,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_writable_dir(&args.out)?;
 
     let mut params = RunParams {
+        budget: None,
         envs: envs.clone(),
         seeds: seeds.clone(),
         steps: args.steps,
@@ -239,7 +246,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })
             .collect(),
     };
-    let options = SuiteOptions {
+    let mut options = SuiteOptions {
         steps: args.steps,
         checks: kinds,
         rollouts: args.rollouts,
@@ -265,7 +272,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     );
 
-    let work = shard_work(envs.len(), &seeds, shard);
     let golden_files: Vec<PathBuf> = args
         .golden
         .iter()
@@ -300,6 +306,37 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             params.env_params[last].env = env_id.clone();
         }
     }
+    if let Some(budget) = args.budget {
+        // What measuring took counts against the budget: the wall clock, for the plan only.
+        #[allow(clippy::disallowed_methods)]
+        let started = std::time::Instant::now();
+        let requested = lockstep::budget::Plan {
+            seeds: seeds.len(),
+            rollouts: args
+                .rollouts
+                .unwrap_or_else(|| lockstep::check::default_rollouts(args.steps)),
+            steps: args.steps,
+        };
+        let measured = crate::budget::measure(&sources, &broken, seeds[0], args.steps)?;
+        let parallel =
+            jobs.min(std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get));
+        let left = budget.saturating_sub(started.elapsed());
+        let fitted = lockstep::budget::fit(requested, &options.checks, measured, parallel, left);
+        eprintln!("{}", crate::budget::header_line(budget, measured, &fitted));
+        seeds.truncate(fitted.plan.seeds);
+        params.seeds = seeds.clone();
+        options.steps = fitted.plan.steps;
+        params.steps = fitted.plan.steps;
+        if fitted.plan.rollouts != requested.rollouts {
+            options.rollouts = Some(fitted.plan.rollouts);
+            params.rollouts = Some(fitted.plan.rollouts);
+        }
+        params.budget = Some(lockstep::budget::BudgetRecord::of(
+            budget, measured, &fitted,
+        ));
+    }
+    let work = shard_work(envs.len(), &seeds, shard);
+
     // This very CLI re-run (the interpreter and `-m lockstep` when it runs inside Python).
     let me = crate::child_runner::ChildRunner::current()?;
     // The trials' fresh-process references, each run once for the whole run.
