@@ -594,16 +594,30 @@ fn check_own_env(dir: &std::path::Path, target: &str) -> (Option<i32>, String, s
     let out = dir.join(format!("report-{target}"));
     let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
         .current_dir(dir)
-        .args(["check", "--seeds", "2", "--steps", "12", "--checks", "same", "--out"])
+        .args([
+            "check", "--seeds", "2", "--steps", "12", "--checks", "same", "--out",
+        ])
         .arg(&out)
-        .args(["--cmd", "--", &python(), "-m", "lockstep_adapter", "factory"])
+        .args([
+            "--cmd",
+            "--",
+            &python(),
+            "-m",
+            "lockstep_adapter",
+            "factory",
+        ])
         .arg(format!("walk:{target}"))
         .env("PYTHONPATH", python_dir())
         .output()
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
-    let report = std::fs::read_to_string(out.join("report.json")).unwrap_or_else(|e| panic!("{e}: {text}"));
-    (o.status.code(), text, serde_json::from_str(&report).unwrap())
+    let report =
+        std::fs::read_to_string(out.join("report.json")).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (
+        o.status.code(),
+        text,
+        serde_json::from_str(&report).unwrap(),
+    )
 }
 
 #[test]
@@ -620,7 +634,10 @@ fn a_forgotten_attribute_fails_conformity_with_default_flags() {
     assert_eq!(contract["declared"], false, "{contract}");
     let fields = contract["layers"][0]["fields"].as_array().unwrap();
     for f in ["visited", "cells", "pos", "_np_random", "forget"] {
-        assert!(fields.iter().any(|x| x == f), "{f} not inferred: {contract}");
+        assert!(
+            fields.iter().any(|x| x == f),
+            "{f} not inferred: {contract}"
+        );
     }
 
     let (code, text, _) = check_own_env(dir.path(), "honest");

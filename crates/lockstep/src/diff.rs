@@ -293,8 +293,16 @@ mod tests {
 
     #[test]
     fn sets_are_compared_by_membership_not_position() {
-        let set = |members: &[i64]| obj(&[(SET_KEY, Value::Array(members.iter().map(|&i| int(i)).collect()))]);
-        let d = diff(&obj(&[("seen", set(&[1, 3]))]), &obj(&[("seen", set(&[0, 1, 2, 3]))]));
+        let set = |members: &[i64]| {
+            obj(&[(
+                SET_KEY,
+                Value::Array(members.iter().map(|&i| int(i)).collect()),
+            )])
+        };
+        let d = diff(
+            &obj(&[("seen", set(&[1, 3]))]),
+            &obj(&[("seen", set(&[0, 1, 2, 3]))]),
+        );
         let got: Vec<(&str, ChangeKind, Option<&Value>)> = d
             .changes
             .iter()
@@ -314,9 +322,19 @@ mod tests {
         assert_eq!(d.changes[0].before, Some(int(4)));
         let empty = Value::Array(Vec::new());
         let grown = Value::Array(vec![int(1), int(2)]);
-        let d = diff(&obj(&[("visited", empty)]), &obj(&[("visited", grown.clone())]));
-        assert_eq!(d.changes.len(), 1, "an empty list that filled is one change");
-        assert_eq!((d.changes[0].pointer.as_str(), d.changes[0].kind), ("/visited", ChangeKind::Changed));
+        let d = diff(
+            &obj(&[("visited", empty)]),
+            &obj(&[("visited", grown.clone())]),
+        );
+        assert_eq!(
+            d.changes.len(),
+            1,
+            "an empty list that filled is one change"
+        );
+        assert_eq!(
+            (d.changes[0].pointer.as_str(), d.changes[0].kind),
+            ("/visited", ChangeKind::Changed)
+        );
         assert_eq!(d.changes[0].after, Some(grown));
         // A set and a list are different things, whatever their members.
         let list = Value::Array(vec![int(1)]);

@@ -31,21 +31,20 @@ pub struct PyEnv {
 /// failed request: the report's cause reader (`lockstep::report::env_error`) takes the first
 /// line for the error and finds the user's frames in the rest.
 fn describe(py: Python<'_>, err: &PyErr) -> String {
-    let text = py
-        .import("traceback")
-        .and_then(|tb| {
-            let message = tb.call_method1("format_exception_only", (err.get_type(py), err.value(py)))?;
-            let trace = tb.call_method1(
-                "format_exception",
-                (err.get_type(py), err.value(py), err.traceback(py)),
-            )?;
-            let lines = |v: Bound<'_, PyAny>| {
-                v.extract::<Vec<String>>()
-                    .map(|l| l.concat().trim_end().to_string())
-                    .map_err(|e| PyErr::new::<pyo3::exceptions::PyTypeError, _>(e.to_string()))
-            };
-            Ok((lines(message)?, lines(trace)?))
-        });
+    let text = py.import("traceback").and_then(|tb| {
+        let message =
+            tb.call_method1("format_exception_only", (err.get_type(py), err.value(py)))?;
+        let trace = tb.call_method1(
+            "format_exception",
+            (err.get_type(py), err.value(py), err.traceback(py)),
+        )?;
+        let lines = |v: Bound<'_, PyAny>| {
+            v.extract::<Vec<String>>()
+                .map(|l| l.concat().trim_end().to_string())
+                .map_err(|e| PyErr::new::<pyo3::exceptions::PyTypeError, _>(e.to_string()))
+        };
+        Ok((lines(message)?, lines(trace)?))
+    });
     match text {
         Ok((message, trace)) => format!("{message}\n{trace}"),
         Err(_) => err.to_string(),

@@ -102,7 +102,12 @@ impl ContractInfo {
         if let Some(lockstep_canon::Value::Object(m)) = state.get(SKIPPED_FIELD) {
             info.skipped = m
                 .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("not inspectable").to_string()))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().unwrap_or("not inspectable").to_string(),
+                    )
+                })
                 .collect();
         }
         info
