@@ -3,7 +3,10 @@
 //! Each agent draws from its own stream `actions/<agent>` of the seed tree, so the actions of
 //! one agent do not shift when another agent dies early, and the same seed gives the same
 //! actions in every process. An observation named `action_mask` (one entry per discrete
-//! choice; multi-discrete masks concatenated; nonzero = allowed) restricts the choices.
+//! choice; multi-discrete masks concatenated; nonzero = allowed) restricts the choices; without
+//! one, an `action_mask` list in the agent's info does (Gymnasium envs that keep the mask out of
+//! the observation space put it there). A mask found nowhere restricts nothing, so envs
+//! without one draw exactly what they drew before.
 //!
 //! Algorithms (value-stable, pinned by tests):
 //! - discrete: uniform index among the allowed choices (`Stream::below(count)`), all choices
@@ -20,6 +23,8 @@
 //! unchanged by it: traces and goldens of envs with flat spaces keep their bytes.
 
 use std::collections::BTreeMap;
+
+use lockstep_canon::{Number, Value};
 
 use crate::env::{Action, Actions, AgentSpec, Array, EnvSpec, Space, Transition};
 use crate::seed::{SeedTree, Stream};
@@ -60,15 +65,57 @@ impl ActionSampler {
                 continue;
             }
             if let Some((spec, stream)) = self.agents.get_mut(name) {
-                let mask = step.obs.get("action_mask");
-                actions.insert(name.clone(), sample_space(&spec.action_space, mask, stream));
+                let mask = match step.obs.get(MASK_KEY) {
+                    Some(a) => Some(Mask::Obs(a)),
+                    None => match step.info.get(MASK_KEY) {
+                        Some(Value::Array(items)) => Some(Mask::Info(items)),
+                        _ => None,
+                    },
+                };
+                actions.insert(
+                    name.clone(),
+                    sample_space(&spec.action_space, mask.as_ref(), stream),
+                );
             }
         }
         actions
     }
 }
 
-fn sample_space(space: &Space, mask: Option<&Array>, stream: &mut Stream) -> Action {
+/// The observation key, or info key, of an action mask.
+pub const MASK_KEY: &str = "action_mask";
+
+/// An action mask where it was found: an observation array, or an info list (numbers or
+/// booleans; anything else allows nothing).
+#[derive(Debug, Clone, Copy)]
+enum Mask<'a> {
+    Obs(&'a Array),
+    Info(&'a [Value]),
+}
+
+impl Mask<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Mask::Obs(a) => a.len(),
+            Mask::Info(items) => items.len(),
+        }
+    }
+
+    fn allows(&self, i: usize) -> bool {
+        match self {
+            Mask::Obs(a) => a.element_f64(i).is_some_and(|x| x != 0.0),
+            Mask::Info(items) => match items.get(i) {
+                Some(Value::Bool(b)) => *b,
+                Some(Value::Number(Number::Int(k))) => *k != 0,
+                Some(Value::Number(Number::Float(x))) => *x != 0.0,
+                Some(Value::Number(Number::BigInt(_))) => true,
+                _ => false,
+            },
+        }
+    }
+}
+
+fn sample_space(space: &Space, mask: Option<&Mask<'_>>, stream: &mut Stream) -> Action {
     match space {
         Space::Discrete { n, start } => {
             let allowed = mask_slice(mask, 0, *n);
@@ -116,13 +163,13 @@ fn sample_space(space: &Space, mask: Option<&Array>, stream: &mut Stream) -> Act
 }
 
 /// Allowed flags for choices `offset .. offset + n` of a mask, or `None` without a usable mask.
-fn mask_slice(mask: Option<&Array>, offset: u64, n: u64) -> Option<Vec<bool>> {
+fn mask_slice(mask: Option<&Mask<'_>>, offset: u64, n: u64) -> Option<Vec<bool>> {
     let mask = mask?;
     if offset + n > mask.len() as u64 {
         return None;
     }
     let flags: Vec<bool> = (offset..offset + n)
-        .map(|i| mask.element_f64(i as usize).is_some_and(|x| x != 0.0))
+        .map(|i| mask.allows(i as usize))
         .collect();
     flags.iter().any(|&f| f).then_some(flags)
 }
@@ -160,7 +207,7 @@ fn sample_bounded(lo: f64, hi: f64, stream: &mut Stream) -> f64 {
 mod tests {
     use super::*;
     use crate::env::{AgentStep, ArrayData};
-    use lockstep_canon::Value;
+    use lockstep_canon::{Number, Value};
 
     fn spec(space: Space) -> EnvSpec {
         EnvSpec {
@@ -195,6 +242,34 @@ mod tests {
             },
         );
         t
+    }
+
+    #[test]
+    fn an_info_mask_restricts_when_the_observation_has_none() {
+        let spec = spec(Space::Discrete { n: 9, start: 0 });
+        let mut t = transition(None);
+        let allowed = [4usize, 7];
+        let mask: Vec<Value> = (0..9)
+            .map(|i| Value::Number(Number::Int(i64::from(allowed.contains(&i)))))
+            .collect();
+        let mut info = lockstep_canon::Map::new();
+        info.insert(MASK_KEY.into(), Value::Array(mask));
+        t.agents.get_mut("a").unwrap().info = Value::Object(info);
+        let mut sampler = ActionSampler::new(3, &spec);
+        for _ in 0..50 {
+            let Action::Discrete(k) = sampler.sample(&t)["a"].clone() else {
+                panic!("a discrete action")
+            };
+            assert!(allowed.contains(&(k as usize)), "{k}");
+        }
+        // An observation mask wins over the info's.
+        let mut t = transition(Some(vec![0, 0, 1, 0, 0, 0, 0, 0, 0]));
+        t.agents.get_mut("a").unwrap().info = Value::Object({
+            let mut m = lockstep_canon::Map::new();
+            m.insert(MASK_KEY.into(), Value::Array(vec![Value::Bool(true); 9]));
+            m
+        });
+        assert_eq!(ActionSampler::new(3, &spec).sample(&t)["a"], Action::Discrete(2));
     }
 
     #[test]
