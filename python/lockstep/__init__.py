@@ -68,6 +68,9 @@ def check(
     steps: int = 200,
     checks: Optional[Sequence[str]] = None,
     contract: Optional[dict] = None,
+    rollouts: Optional[int] = None,
+    seedless: bool = False,
+    budget=None,
 ) -> Report:
     """Runs ``lockstep check`` on a Python env, in this process: the reset-contract audit and
     the replay checks, with the CLI's verdicts and report.
@@ -83,8 +86,15 @@ def check(
     process check needs the env importable by name; for a lambda or a local function it is
     skipped, with the reason in ``Report.skipped``, and never counted as passed; the checks
     that need a fresh interpreter otherwise say in their summary what they compared with
-    instead, or are not applicable. ``contract`` overrides the declared reset
-    contract: ``{"name", "version", "fields"}`` (docs/protocol.md).
+    instead, or are not applicable. The reset contract is every attribute of
+    ``env.unwrapped`` unless ``contract`` names its ``fields`` (``{"name", "version",
+    "fields"}``) or leaves some out (``{"exclude": [...]}``; docs/protocol.md).
+
+    The other arguments are the CLI's options of the same names: ``rollouts`` (``--rollouts``,
+    same-seed rollouts), ``seedless`` (``--seedless``: the env has no randomness) and
+    ``budget`` (``--budget``: seconds, a ``timedelta`` or a string such as ``"2m"``; the plan
+    is measured and cut to fit, docs/check.md, and ``report.data["params"]["budget"]`` says
+    what was cut).
     """
     source = _resolve(env, contract)
     wanted = list(CHECKS if checks is None else checks)
@@ -99,6 +109,8 @@ def check(
     if not seeds:
         raise ConfigError("seeds names no seed: give at least one (range(5) checks seeds 0..4)")
     steps = _count("steps per rollout", steps, 1, " (0 would check nothing past the reset)")
+    if rollouts is not None:
+        rollouts = _count("rollouts of the same-seed check", rollouts, 2, " (it compares them)")
     native = _native.check(
         source.make,
         source.env_id,
@@ -107,8 +119,22 @@ def check(
         wanted,
         source.argv,
         source.child_env,
+        rollouts=rollouts,
+        seedless=bool(seedless),
+        budget=_budget_seconds(budget),
     )
     return Report(native, skipped, _replay_for(env, source, steps, contract))
+
+
+def _budget_seconds(budget):
+    if budget is None:
+        return None
+    if isinstance(budget, str):
+        return _native.parse_duration(budget)
+    seconds = budget.total_seconds() if hasattr(budget, "total_seconds") else budget
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ConfigError(f"budget must be a duration such as 90, timedelta(minutes=2) or '2m', more than zero; got {budget!r}")
+    return float(seconds)
 
 
 def assert_reproducible(env, seeds: Iterable[int] = range(3), steps: int = 100, checks=None, contract=None) -> Report:

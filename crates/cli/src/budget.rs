@@ -1,21 +1,14 @@
 //! `check --budget`: measuring each env on one short rollout, and the header line that says
 //! what the budget cut (the fitting itself is `lockstep::budget`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lockstep::budget::{Fitted, Measured};
-use lockstep::trace::{rollout, RolloutOptions};
 
 use crate::envs::EnvSource;
 
-/// Steps the measuring rollout plays at most: enough to average a step, short next to a check.
-const PROBE_STEPS: u64 = 50;
-
-/// The start (make + the first reset's share) and step times of every env that started,
+/// The start and step times of every env that started ([`lockstep::budget::measure`]),
 /// summed: the estimate of a plan is linear in them, so the sum estimates all envs' trials.
-/// The wall clock is the point here; it reaches only the plan and `params.budget`, never a
-/// trace (a budgeted run's report says what this machine measured).
-#[allow(clippy::disallowed_methods)]
 pub fn measure(
     sources: &[(String, EnvSource)],
     broken: &[Option<String>],
@@ -30,26 +23,10 @@ pub fn measure(
         if broken.is_some() {
             continue;
         }
-        let t0 = Instant::now();
-        let mut env = source
-            .factory()
-            .make()
+        let m = lockstep::budget::measure(source.factory(), seed, steps)
             .map_err(|e| anyhow::anyhow!("--budget: measuring {id}: {e}"))?;
-        let start = t0.elapsed();
-        let t1 = Instant::now();
-        let played = rollout(
-            env.as_mut(),
-            seed,
-            steps.min(PROBE_STEPS),
-            &RolloutOptions::default(),
-        );
-        let elapsed = t1.elapsed();
-        let _ = env.close();
-        let recorded = played.map_err(|e| anyhow::anyhow!("--budget: measuring {id}: {e}"))?;
-        // The reset counts as a step: it is played as often as episodes are.
-        let transitions = recorded.trace.step_digests.len().max(1) as u32;
-        total.start += start;
-        total.step += elapsed / transitions;
+        total.start += m.start;
+        total.step += m.step;
     }
     Ok(total)
 }

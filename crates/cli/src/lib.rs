@@ -7,6 +7,9 @@
 mod app;
 
 /// The terminal text of a check report, for the Python package's `Report` (the same words).
+pub use app::budget::header_line as budget_line;
+/// `--budget`'s duration syntax (`90s`, `2m`, `1h30m`), for the Python package's `budget=`.
+pub use app::counts::duration as parse_duration;
 pub use app::render::{group_text, summary_text};
 pub use app::run;
 // The binary's modules name each other `crate::...`: the same paths here.

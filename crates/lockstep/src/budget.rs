@@ -19,11 +19,16 @@
 //! of a seed, memoized by `FreshRuns`) are counted once. It is an estimate: the report keeps it
 //! beside the measured rates, so a wrong model shows.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::check::{CheckConfig, CheckKind};
+use crate::env::EnvFactory;
+use crate::trace::{rollout, RolloutOptions};
+
+/// Steps the measuring rollout plays at most: enough to average a step, short next to a check.
+pub const PROBE_STEPS: u64 = 50;
 
 /// The fewest steps a cut plan keeps: below that most faults cannot show.
 pub const MIN_STEPS: u64 = 10;
@@ -43,6 +48,32 @@ pub struct Plan {
     pub seeds: usize,
     pub rollouts: usize,
     pub steps: u64,
+}
+
+/// The start (making an instance) and step time of `factory`, from one rollout of at most
+/// [`PROBE_STEPS`] steps of `seed`; the reset counts as a step, as it is played as often as
+/// episodes are. The wall clock is the point here; it reaches only the plan and the report's
+/// `params.budget`, never a trace.
+#[allow(clippy::disallowed_methods)]
+pub fn measure(factory: &dyn EnvFactory, seed: u64, steps: u64) -> Result<Measured, String> {
+    let t0 = Instant::now();
+    let mut env = factory.make().map_err(|e| e.to_string())?;
+    let start = t0.elapsed();
+    let t1 = Instant::now();
+    let played = rollout(
+        env.as_mut(),
+        seed,
+        steps.min(PROBE_STEPS),
+        &RolloutOptions::default(),
+    );
+    let elapsed = t1.elapsed();
+    let _ = env.close();
+    let recorded = played.map_err(|e| e.to_string())?;
+    let transitions = u32::try_from(recorded.trace.step_digests.len().max(1)).unwrap_or(u32::MAX);
+    Ok(Measured {
+        start,
+        step: elapsed / transitions,
+    })
 }
 
 /// Episodes and process starts of one check for one seed.

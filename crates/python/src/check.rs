@@ -187,17 +187,20 @@ fn child_runner(argv: Option<Vec<String>>, env: Vec<(String, String)>) -> Box<dy
 /// (one trial after another), and assembles the CLI's report. `make` returns a fresh
 /// `InProcess` object; `argv` serves the same env in a fresh process for the `process` check.
 #[pyfunction]
-#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new()))]
+#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new(), rollouts = None, seedless = false, budget = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn check(
     py: Python<'_>,
     make: Py<PyAny>,
     env_id: String,
-    seeds: Vec<u64>,
-    steps: u64,
+    mut seeds: Vec<u64>,
+    mut steps: u64,
     checks: Vec<String>,
     argv: Option<Vec<String>>,
     child_env: Vec<(String, String)>,
+    mut rollouts: Option<usize>,
+    seedless: bool,
+    budget: Option<f64>,
 ) -> PyResult<NativeReport> {
     let kinds = parse_checks(&checks).map_err(|e| error(Kind::Config, e))?;
     let checks: Vec<String> = kinds.iter().map(|k| k.short().to_string()).collect();
@@ -209,24 +212,58 @@ pub fn check(
         make,
     };
     let runner = child_runner(argv, child_env);
+    if rollouts.is_some_and(|r| r < 2) {
+        return Err(error(
+            Kind::Config,
+            "rollouts of the same-seed check must be at least 2 (it compares them)",
+        ));
+    }
+    // `budget` as the CLI's --budget: one short rollout measures the env, the plan is cut in
+    // the documented order (lockstep::budget), and the report keeps what was cut. Trials run
+    // one after another here, so one at a time.
+    let mut budget_record = None;
+    if let Some(seconds) = budget {
+        if !(seconds > 0.0 && seconds.is_finite()) {
+            return Err(error(Kind::Config, "budget must be more than zero seconds"));
+        }
+        let budget = std::time::Duration::from_secs_f64(seconds);
+        let requested = lockstep::budget::Plan {
+            seeds: seeds.len(),
+            rollouts: rollouts.unwrap_or_else(|| lockstep::check::default_rollouts(steps)),
+            steps,
+        };
+        let measured = py
+            .detach(|| lockstep::budget::measure(&factory, seeds[0], steps))
+            .map_err(|e| error(Kind::Env, format!("budget: measuring {env_id}: {e}")))?;
+        let fitted = lockstep::budget::fit(requested, &kinds, measured, 1, budget);
+        eprintln!("{}", lockstep_cli::budget_line(budget, measured, &fitted));
+        seeds.truncate(fitted.plan.seeds);
+        steps = fitted.plan.steps;
+        if fitted.plan.rollouts != requested.rollouts {
+            rollouts = Some(fitted.plan.rollouts);
+        }
+        budget_record = Some(lockstep::budget::BudgetRecord::of(
+            budget, measured, &fitted,
+        ));
+    }
     let options = SuiteOptions {
         steps,
         checks: kinds,
-        rollouts: None,
+        rollouts,
         fresh_runs: None,
     };
     let params = RunParams {
-        budget: None,
+        budget: budget_record,
         envs: vec![env_id.clone()],
         seeds: seeds.clone(),
         steps,
         checks,
         goldens: Vec::new(),
-        rollouts: None,
+        rollouts,
         // A Python env object: it runs in this interpreter, by no command a replay could give.
         env_params: vec![EnvParams {
             env: env_id.clone(),
-            seedless: false,
+            seedless,
             command: None,
         }],
     };
@@ -235,7 +272,7 @@ pub fn check(
             id: env_id,
             factory: &factory,
             runner: runner.as_ref(),
-            seedless: false,
+            seedless,
         }];
         // In this interpreter, one trial after another: the env object lives here.
         let work: Vec<(usize, u64)> = seeds.iter().map(|&s| (0, s)).collect();
@@ -243,6 +280,15 @@ pub fn check(
         Report::assemble(params, None, trials, Vec::new())
     });
     Ok(NativeReport { report })
+}
+
+/// Seconds of a duration in `--budget`'s syntax (`90s`, `2m`, `1h30m`): one grammar for the
+/// CLI and Python.
+#[pyfunction]
+pub fn parse_duration(text: &str) -> PyResult<f64> {
+    lockstep_cli::parse_duration(text)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| error(Kind::Config, e))
 }
 
 /// The episode digest (hex) of one rollout, as `lockstep trace` prints it.

@@ -28,6 +28,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(range::range_catalogue, m)?)?;
     m.add_class::<check::NativeReport>()?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
+    m.add_function(wrap_pyfunction!(check::parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(check::trace, m)?)?;
     m.add_function(wrap_pyfunction!(check::golden_record, m)?)?;
     m.add_function(wrap_pyfunction!(check::golden_env, m)?)?;
