@@ -269,7 +269,10 @@ mod tests {
             m.insert(MASK_KEY.into(), Value::Array(vec![Value::Bool(true); 9]));
             m
         });
-        assert_eq!(ActionSampler::new(3, &spec).sample(&t)["a"], Action::Discrete(2));
+        assert_eq!(
+            ActionSampler::new(3, &spec).sample(&t)["a"],
+            Action::Discrete(2)
+        );
     }
 
     #[test]
