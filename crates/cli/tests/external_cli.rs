@@ -114,8 +114,12 @@ fn an_env_that_cannot_start_is_one_error_said_once() {
     let out = dir.path().join("report");
     let count = dir.path().join("starts");
     let argv = counted_adapter(&count, &["gymnasium", "NoSuchEnv-v0"]);
+    // Beside a built-in env that runs: the report keeps the broken env's trials as errors.
     let mut args = vec![
         "check",
+        "fixture",
+        "--checks",
+        "same",
         "--seeds",
         "3",
         "--steps",
@@ -144,12 +148,32 @@ fn an_env_that_cannot_start_is_one_error_said_once() {
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     let trials = report["trials"].as_array().unwrap();
-    assert_eq!(trials.len(), 3, "every trial is in the report");
-    for t in trials {
+    assert_eq!(trials.len(), 6, "every trial is in the report");
+    let broken: Vec<_> = trials.iter().filter(|t| t["env"] != "fixture").collect();
+    assert_eq!(broken.len(), 3);
+    for t in broken {
         let e = t["error"].as_str().unwrap();
         assert!(e.starts_with("not run: the env cannot start:"), "{e}");
         assert!(!e.contains('\n'), "one line per trial: {e}");
     }
+
+    // Alone, a failed start leaves nothing behind: no report, no directory it made.
+    let alone = dir.path().join("alone");
+    let mut args = vec![
+        "check",
+        "--seeds",
+        "3",
+        "--out",
+        alone.to_str().unwrap(),
+        "--cmd",
+        "--",
+    ];
+    args.extend(argv.iter().map(String::as_str));
+    let o = lockstep_py(&args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no env started: no report written"), "{err}");
+    assert!(!alone.exists(), "{err}");
 
     // A program that does not exist: said once, by check and by replay.
     let o = lockstep(&[

@@ -371,13 +371,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The results are printed before the report is written: a write that fails at the end
     // must not lose them.
     crate::output::print(&crate::render::summary_text(&report, &replay, args.verbose))?;
-    write_report(&report, &args.out, &replay)?;
-    crate::output::print(&format!(
-        "report: {}\n",
-        args.out.join("report.html").display()
-    ))?;
+    // A run in which no env started has nothing to report but the error already printed: it
+    // leaves no report behind (nor a directory it created), so a failed start is not mistaken
+    // for a run.
+    let nothing_ran = broken.iter().all(Option::is_some) && golden_files.is_empty();
+    if nothing_ran {
+        eprintln!("no env started: no report written");
+    } else {
+        write_report(&report, &args.out, &replay)?;
+        crate::output::print(&format!(
+            "report: {}\n",
+            args.out.join("report.html").display()
+        ))?;
+    }
     // An environment that could not be checked is an error (2), not a finding (1); the report
-    // is written either way, with everything gathered before the error.
+    // is written either way when anything ran, with everything gathered before the error.
     let errored = golden_errors || report.trials.iter().any(|t| t.error.is_some());
     Ok(ExitCode::from(if errored {
         2
@@ -511,19 +519,27 @@ fn audit_command(
     crate::shell::join(&words)
 }
 
-/// Creates `dir` if needed and proves a file can be written in it.
+/// Proves a file can be written in `dir` before anything runs, creating it for the proof and
+/// removing it again when it did not exist (the report creates it at the end).
 fn check_writable_dir(dir: &Path) -> anyhow::Result<()> {
+    let existed = dir.is_dir();
     std::fs::create_dir_all(dir)
         .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
-    tempfile::Builder::new()
+    let probe = tempfile::Builder::new()
         .prefix(".lockstep-probe-")
         .tempfile_in(dir)
-        .with_context(|| format!("--out {}: cannot write there", dir.display()))?;
+        .with_context(|| format!("--out {}: cannot write there", dir.display()));
+    drop(probe?);
+    if !existed {
+        let _ = std::fs::remove_dir(dir);
+    }
     Ok(())
 }
 
-/// Writes report.json and report.html (with `replay`'s commands) into `dir`, each atomically.
+/// Writes report.json and report.html (with `replay`'s commands) into `dir` (created if
+/// needed), each atomically.
 pub fn write_report(report: &Report, dir: &Path, replay: &ReplayCommand<'_>) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let json = dir.join("report.json");
     lockstep::atomic_file::write_atomic(&json, &report.to_json())
         .with_context(|| format!("cannot write {}", json.display()))?;
