@@ -230,7 +230,7 @@ class GymnasiumServed(Served):
         self._encode = self.obs_encoders[self.AGENT].encode
 
     def reset(self, seed, options):
-        obs, info = self.env.reset(seed=seed, options=options)
+        obs, info = self.env.reset(seed=seed, options=options or None)
         self._seed_action_spaces(seed)
         return self.transition({self.AGENT: obs}, None, None, None, {self.AGENT: info}, self.agents)
 
@@ -264,7 +264,9 @@ class ParallelServed(Served):
         return {a: self.env.observation_space(a) for a in self.env.possible_agents}
 
     def reset(self, seed, options):
-        obs, infos = self.env.reset(seed=seed, options=options)
+        # No options unless lockstep was given some: an env (PettingZoo's wrappers, the range)
+        # may warn about every key it does not know.
+        obs, infos = self.env.reset(seed=seed, options=options or None)
         self._seed_action_spaces(seed)
         return self.transition(obs, None, None, None, infos, sorted(obs))
 
@@ -315,7 +317,7 @@ class AECServed(Served):
         return self.transition(obs, rewards, terms, truncs, infos, agents)
 
     def reset(self, seed, options):
-        self.env.reset(seed=seed, options=options)
+        self.env.reset(seed=seed, options=options or None)
         self._seed_action_spaces(seed)
         return self._turn()
 
