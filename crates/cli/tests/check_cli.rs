@@ -466,6 +466,9 @@ fn help_lists_every_env_and_the_exit_codes() {
     for line in [
         "python -m lockstep_adapter factory MODULE:FUNCTION",
         "--fields a,b",
+        "--exclude a,b",
+        "every attribute of env.unwrapped is its starting state",
+        "--budget 2m",
         "gymnasium-vector ENV_ID --num-envs N",
     ] {
         assert!(help.contains(line), "{line}:\n{help}");

@@ -50,7 +50,8 @@ Environments (ENVS):
 Your own Python env (with PYTHONPATH=python, or the Python package installed):
   lockstep check --cmd -- python -m lockstep_adapter factory MODULE:FUNCTION
       FUNCTION() returns a Gymnasium env, a Gymnasium vector env or a PettingZoo env;
-      add --fields a,b (after FUNCTION) to audit those attributes of env.unwrapped
+      every attribute of env.unwrapped is its starting state; after FUNCTION, --exclude a,b
+      leaves some out and --fields a,b audits only those; --budget 2m fits the run in 2 min
   lockstep check --cmd -- python -m lockstep_adapter gymnasium ENV_ID
   lockstep check --cmd -- python -m lockstep_adapter gymnasium-vector ENV_ID --num-envs N
   lockstep check --cmd -- python -m lockstep_adapter pettingzoo MODULE
