@@ -16,6 +16,7 @@ lockstep could not see instead of pretending it compared it.
 import base64
 import collections.abc
 import json
+import logging
 import random
 
 import numpy as np
@@ -27,6 +28,17 @@ DEPTH_MAX = 12
 
 #: The field of an inferred state listing the pointers of what could not be read.
 SKIPPED_FIELD = "lockstep_skipped"
+
+#: How many values one attribute may hold before it is skipped whole ("more than N values"):
+#: an object graph whose objects link to each other (a grid of cells knowing their neighbours)
+#: is read once per path to each object, and would otherwise take seconds at every reset. The
+#: count does not depend on the order of reading, so the cut is the same in every process.
+NODES_MAX = 200_000
+
+
+class _TooBig(BaseException):
+    """Raised through every level of a read when an attribute exceeds :data:`NODES_MAX`."""
+
 
 #: The marker of a set: ``{"$set": [members in canonical order]}``; lockstep's diff reads it
 #: and reports members added and removed rather than positions.
@@ -82,11 +94,16 @@ def exclusion_patterns(names):
     return tuple(patterns)
 
 
-def _matches(path, patterns):
+def _matching(path, patterns):
     segments = path.lstrip("/").split("/")
-    return any(
-        len(p) == len(segments) and all(a == "*" or a == b for a, b in zip(p, segments)) for p in patterns
-    )
+    for p in patterns:
+        if len(p) == len(segments) and all(a == "*" or a == b for a, b in zip(p, segments)):
+            return p
+    return None
+
+
+def _matches(path, patterns):
+    return _matching(path, patterns) is not None
 
 
 class _Reader:
@@ -95,22 +112,54 @@ class _Reader:
 
     def __init__(self, root=None, exclude=()):
         self.exclude = exclusion_patterns(exclude)
+        # The patterns that left something out: one that never does is named by the caller
+        # (a typo, or `np_random` for Gymnasium's `_np_random`).
+        self.used = set()
+        # Pointer to the reasons it was skipped: members of one set share a pointer, and a
+        # set's members are read in an order that may vary, so every reason is kept.
         self.skipped = {}
+        self.nodes = 0
         # The env itself is on every path: an object pointing back at it is a cycle.
         self._active = set() if root is None else {id(root)}
 
     def skip(self, path, why):
-        self.skipped[path or "/"] = why
+        self.skipped.setdefault(path or "/", set()).add(why)
         return f"<skipped {why}>"
 
+    def excluded(self, path):
+        if not self.exclude:
+            return False
+        p = _matching(path, self.exclude)
+        if p is not None:
+            self.used.add(p)
+        return p is not None
+
+    def read_attribute(self, value, path):
+        """One top-level value, skipped whole when it holds more than :data:`NODES_MAX`."""
+        self.nodes = 0
+        try:
+            return self.read(value, path)
+        except _TooBig:
+            self.skipped = {k: v for k, v in self.skipped.items() if not (k == path or k.startswith(path + "/"))}
+            return self.skip(path, f"more than {NODES_MAX} values")
+
     def read(self, value, path, depth=0):
+        self.nodes += 1
+        if self.nodes > NODES_MAX:
+            raise _TooBig
         if value is None or value is True or value is False or isinstance(value, str):
             return value
+        try:
+            return self._value(value, path, depth)
+        except Exception as exc:  # noqa: BLE001 - an object that breaks when read is skipped, named
+            return self.skip(path, f"{_qualified(type(value))}: reading it raised {type(exc).__name__}")
+
+    def _value(self, value, path, depth):
         if isinstance(value, (bool, np.bool_, int, np.integer, float, np.floating, bytes, bytearray)):
             return to_json(value)
         if isinstance(value, np.ndarray):
             if value.dtype.hasobject:
-                return self.read(value.tolist(), path, depth)
+                return self.read(value.tolist(), path, depth + 1)
             return {
                 "dtype": value.dtype.str,
                 "shape": [int(n) for n in value.shape],
@@ -124,6 +173,10 @@ class _Reader:
             return rng_state(value)
         if isinstance(value, random.Random):
             return {"random.Random": to_json(value.getstate())}
+        if isinstance(value, (logging.Logger, logging.LoggerAdapter)):
+            # A logger is configuration shared by the whole process (its cache fills as it
+            # logs), not the env's state: its name stands for it.
+            return f"<logger {getattr(value, 'name', '?')}>"
         if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
             return f"<{getattr(value, '__module__', '?')}.{value.__qualname__}>"
         if type(value).__name__ == "module":
@@ -135,8 +188,6 @@ class _Reader:
         self._active.add(id(value))
         try:
             return self._container(value, path, depth)
-        except Exception as exc:  # noqa: BLE001 - an object that breaks when read is skipped, named
-            return self.skip(path, f"{_qualified(type(value))}: reading it raised {type(exc).__name__}")
         finally:
             self._active.discard(id(value))
 
@@ -153,19 +204,30 @@ class _Reader:
             out = {}
             for k, v in value.items():
                 key = k if isinstance(k, str) else _canonical_text(to_json(k))
+                # A key of the user's own that looks like the set marker gets one more `$`.
+                key = "$" + key if key.startswith(SET_KEY) else key
                 if key in out:
                     return self.skip(path, f"dict keys {key!r} collide as text")
                 child = f"{path}/{_segment(key)}"
-                if not (self.exclude and _matches(child, self.exclude)):
+                if not self.excluded(child):
                     out[key] = self.read(v, child, depth + 1)
             return out
         if isinstance(value, (list, tuple, collections.abc.Sequence)) and not isinstance(value, (str, bytes, bytearray)):
-            return [self.read(v, f"{path}/{i}", depth + 1) for i, v in enumerate(value)]
+            return [
+                self.read(v, f"{path}/{i}", depth + 1)
+                for i, v in enumerate(value)
+                if not self.excluded(f"{path}/{i}")
+            ]
         if isinstance(value, collections.abc.Set):
             members = [self.read(v, f"{path}/{SET_KEY}", depth + 1) for v in value]
             return {SET_KEY: sorted(members, key=_canonical_text)}
         getstate = getattr(type(value), "__getstate__", None)
-        if getstate is not None and getstate is not getattr(object, "__getstate__", None):
+        if (
+            getstate is not None
+            and getstate is not getattr(object, "__getstate__", None)
+            # gymnasium's EzPickle gives the constructor's arguments, not the state.
+            and getattr(getstate, "__qualname__", "") != "EzPickle.__getstate__"
+        ):
             # The class says what its state is (pymunk's bodies keep theirs in C, and give it
             # here): that, not its handles.
             return {"__class__": _qualified(type(value)), "__getstate__": self.read(getstate(value), f"{path}/__getstate__", depth + 1)}
@@ -173,12 +235,11 @@ class _Reader:
         if not attrs:
             return self._reduced(value, path, depth)
         out = {"__class__": _qualified(type(value))}
-        for k in sorted(attrs):
+        for k in sorted(attrs, key=str):
             child = f"{path}/{_segment(k)}"
-            if not (self.exclude and _matches(child, self.exclude)):
-                out[k] = self.read(attrs[k], child, depth + 1)
+            if not self.excluded(child):
+                out[str(k)] = self.read(attrs[k], child, depth + 1)
         return out
-
 
     def _reduced(self, value, path, depth):
         """A C extension object by what it pickles to (a pygame ``Rect`` is its x, y, width and
@@ -214,10 +275,15 @@ def attribute_state(value, skipped=None, path=""):
     error while reading) is ``"<skipped why>"``, and ``skipped`` (a dict) gets its pointer.
     """
     reader = _Reader()
-    out = reader.read(value, path)
+    out = reader.read_attribute(value, path)
     if skipped is not None:
-        skipped.update(reader.skipped)
+        skipped.update(_reasons(reader.skipped))
     return out
+
+
+def _reasons(skipped):
+    """Pointer to its reasons as one text, the same whatever order they were met in."""
+    return {pointer: " | ".join(sorted(whys)) for pointer, whys in skipped.items()}
 
 
 def skipped_summary(skipped):
@@ -234,6 +300,7 @@ def skipped_summary(skipped):
 
 
 def _is_lockstep_hook(name):
+    name = str(name)
     return name.startswith("lockstep_") or name.startswith("__")
 
 
@@ -251,27 +318,31 @@ def _library_defaults(env):
     return ABSENT_MEANS
 
 
-def inferred_state(env, exclude=()):
+def inferred_state(env, exclude=(), unused=None):
     """Every attribute of ``env`` (an unwrapped env) by :func:`attribute_state`, except what
     ``exclude`` names (:func:`exclusion_patterns`) and lockstep's own hooks (``lockstep_*``);
-    what could not be read is listed, pointer to reason, under :data:`SKIPPED_FIELD`."""
+    what could not be read is listed, pointer to reason, under :data:`SKIPPED_FIELD`. The
+    exclusions that left nothing out are appended to ``unused`` (a list), as written."""
     reader = _Reader(root=env, exclude=exclude)
     out = {}
     attrs = dict(_library_defaults(env))
     attrs.update(_own_attributes(env))
-    for name, value in sorted(attrs.items()):
+    for name, value in sorted(attrs.items(), key=lambda kv: str(kv[0])):
+        name = str(name)
         path = "/" + _segment(name)
-        if _is_lockstep_hook(name) or _matches(path, reader.exclude):
+        if _is_lockstep_hook(name) or reader.excluded(path):
             continue
-        out[name] = reader.read(value, path)
-    out[SKIPPED_FIELD] = skipped_summary(reader.skipped)
+        out[name] = reader.read_attribute(value, path)
+    out[SKIPPED_FIELD] = skipped_summary(_reasons(reader.skipped))
+    if unused is not None:
+        unused.extend("/" + "/".join(p) for p in reader.exclude if p not in reader.used)
     return out
 
 
-def named_state(env, names, skipped):
+def named_state(env, names, skipped, exclude=()):
     """The attributes ``names`` of ``env`` read as :func:`inferred_state` reads them (a
     missing attribute is ``None``)."""
-    reader = _Reader(root=env)
-    out = {name: reader.read(getattr(env, name, None), "/" + _segment(name)) for name in names}
-    skipped.update(reader.skipped)
+    reader = _Reader(root=env, exclude=exclude)
+    out = {name: reader.read_attribute(getattr(env, name, None), "/" + _segment(name)) for name in names}
+    skipped.update(_reasons(reader.skipped))
     return out

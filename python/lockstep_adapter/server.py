@@ -170,8 +170,13 @@ class Served:
         spaces_rng = {a: _safe_rng(self.action_spaces[a]) for a in self.agents}
         named = self._named_fields()
         if named is None:
-            out = attributes.inferred_state(env, self.exclude)
-            out["action_space_rng"] = spaces_rng
+            unused = []
+            out = attributes.inferred_state(env, self.exclude, unused)
+            if "/action_space_rng" not in self.exclude and "action_space_rng" not in self.exclude:
+                out["action_space_rng"] = spaces_rng
+            else:
+                unused = [u for u in unused if u != "/action_space_rng"]
+            self._say_unused(unused)
             return out
         skipped = {}
         out = {}
@@ -181,12 +186,19 @@ class Served:
             elif name == "action_space_rng":
                 out[name] = spaces_rng
             else:
-                out.update(attributes.named_state(env, [name], skipped))
+                out.update(attributes.named_state(env, [name], skipped, self.exclude))
         for path, why in skipped.items():
             if path not in self._said_skipped:
                 self._said_skipped.add(path)
                 sys.stderr.write(f"lockstep_adapter: state {path} ({why}) has no inspectable state; skipped\n")
         return out
+
+    def _say_unused(self, unused):
+        """An exclusion that leaves nothing out is a typo or a wrong name: said once each."""
+        for pattern in unused:
+            if pattern not in self._said_skipped:
+                self._said_skipped.add(pattern)
+                sys.stderr.write(f"lockstep_adapter: --exclude {pattern} matches no attribute; nothing left out for it\n")
 
     def close(self):
         close = getattr(self.env, "close", None)

@@ -151,3 +151,64 @@ def test_objects_as_keys_and_getstate():
     b = attribute_state({Handle(2): "b", Handle(1): "a"})
     assert a == b, "no address, no insertion order"
     assert a[SET_KEY][0][0] == {"__class__": f"{__name__}.Handle", "__getstate__": {"x": 1}}
+
+
+def test_what_the_review_found_reads_calmly():
+    """A logger, a nested EzPickle env, SystemRandom, an int key in __dict__, a user's "$set"
+    key, list exclusions and an object graph too big to read (issue 29 item 1's review)."""
+    import logging
+
+    import gymnasium
+
+    class Holder:
+        pass
+
+    h = Holder()
+    h.logger = logging.getLogger("mine")
+    h.logger.debug("fills the logger's cache")
+    h.inner = gymnasium.make("CartPole-v1").unwrapped
+    h.inner.reset(seed=0)
+    h.sysrand = random.SystemRandom()
+    h.__dict__[3] = "int key"
+    h.query = {"$set": ["a"]}
+    h.cells = [1, 2, 3]
+    skipped = {}
+    state = attribute_state(h, skipped)
+    assert state["logger"] == "<logger mine>"
+    assert "state" in state["inner"], "EzPickle's constructor arguments are not the state"
+    first = state["inner"]["state"]
+    h.inner.reset(seed=1)
+    assert attribute_state(h)["inner"]["state"] != first
+    assert state["3"] == "int key"
+    assert state["query"] == {"$$set": ["a"]}
+    assert "sysrand" in state
+    out = inferred_state(h, exclude=["/cells/1", "nothing_here"], unused=(unused := []))
+    assert out["cells"] == [1, 3]
+    assert unused == ["/nothing_here"]
+
+
+def test_an_attribute_too_big_to_read_is_skipped_whole():
+    class Cell:
+        pass
+
+    cells = [Cell() for _ in range(30)]
+    for c, after in zip(cells, cells[1:]):
+        c.links = [after] * 16  # one object, reached by 16 paths from each cell before it
+    skipped = {}
+    out = attribute_state({"grid": cells}, skipped, "/world")
+    assert out == f"<skipped more than {attributes.NODES_MAX} values>"
+    assert skipped == {"/world": f"more than {attributes.NODES_MAX} values"}
+
+
+def test_the_reasons_for_one_set_pointer_do_not_depend_on_reading_order():
+    import threading
+
+    class A:
+        def __init__(self, x):
+            self.x = x
+
+    a, b = A(threading.Lock()), A(object())
+    one, two = {}, {}
+    attribute_state({a, b}, one, "/s")
+    attribute_state({b, a}, two, "/s")
+    assert one == two

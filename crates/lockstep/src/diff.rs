@@ -148,10 +148,26 @@ fn set_members(v: &Value) -> Option<&[Value]> {
     }
 }
 
-/// Members of `x` not in `y`, in `x`'s order. Quadratic, but states hold small sets and the
-/// comparison is [`same`], the fingerprint's own equality.
-fn only_in<'a>(x: &'a [Value], y: &'a [Value]) -> impl Iterator<Item = &'a Value> {
-    x.iter().filter(move |m| !y.iter().any(|n| same(m, n)))
+/// Members of `x` beyond their count in `y`, in `x`'s order, compared by canonical bytes (the
+/// fingerprint's own equality: all NaNs alike). Two distinct members that read the same count
+/// twice, so losing one of them is a change. Sorted counts: linear in the members, whatever
+/// the size of a leaked set.
+fn only_in<'a>(x: &'a [Value], y: &'a [Value]) -> Vec<&'a Value> {
+    let key =
+        |v: &Value| lockstep_canon::to_vec(v, lockstep_canon::Profile::Python).unwrap_or_default();
+    let mut left: std::collections::BTreeMap<Vec<u8>, usize> = std::collections::BTreeMap::new();
+    for m in y {
+        *left.entry(key(m)).or_default() += 1;
+    }
+    x.iter()
+        .filter(|m| match left.get_mut(&key(m)) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        })
+        .collect()
 }
 
 fn walk(a: &Value, b: &Value, pointer: &mut String, out: &mut Vec<Change>) {
@@ -316,6 +332,13 @@ mod tests {
             ]
         );
         assert_eq!(d.different_fields, ["seen"]);
+        let d = diff(&set(&[4, 4, 5]), &set(&[4, 5]));
+        assert_eq!(
+            d.changes.len(),
+            1,
+            "one of two members that read the same was lost"
+        );
+        assert_eq!(d.changes[0].kind, ChangeKind::MemberRemoved);
         let d = diff(&set(&[4, 5]), &set(&[5]));
         assert_eq!(d.changes.len(), 1);
         assert_eq!(d.changes[0].kind, ChangeKind::MemberRemoved);
