@@ -156,7 +156,7 @@ def trace(env, seed: int = 0, steps: int = 100) -> str:
     return _native.trace(source.make, source.env_id, seed, steps)
 
 
-from . import golden, range  # noqa: E402 - they import the names above
+from . import contract, golden, range  # noqa: E402 - they import the names above
 
 __all__ = [
     "CHECKS",
@@ -164,6 +164,7 @@ __all__ = [
     "Report",
     "assert_reproducible",
     "check",
+    "contract",
     "golden",
     "range",
     "trace",

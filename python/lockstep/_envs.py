@@ -57,10 +57,19 @@ def make_range(name):
 
 class InProcess:
     """One env behind the protocol's messages, in this interpreter (what crates/python reads
-    with the protocol's own parsers)."""
+    with the protocol's own parsers). Every request is answered by the adapter's own
+    :func:`lockstep_adapter.server.answer`, so the source tracer and the effects recorder work
+    here as in a served child; effects count from ``effects_since`` (this env's making), not
+    from whatever the caller's process did before."""
 
-    def __init__(self, served):
+    def __init__(self, served, effects_since=0):
         self.served = served
+        self.effects_since = effects_since
+
+    def _answer(self, op, request):
+        from lockstep_adapter import server
+
+        return server.answer(self.served, op, request, self.effects_since)
 
     def hello(self):
         from lockstep_adapter import wire
@@ -68,15 +77,22 @@ class InProcess:
         return wire.dumps(self.served.handshake())
 
     def reset(self, seed, options_text):
-        return self.served.reset(seed, json.loads(options_text))
+        return self._answer("reset", {"seed": seed, "options": json.loads(options_text)})
 
     def step(self, request_text):
-        return self.served.step(json.loads(request_text)["actions"])
+        return self._answer("step", {"actions": json.loads(request_text)["actions"]})
 
     def state(self):
-        from lockstep_adapter import wire
+        return self._answer("state", {})
 
-        return '{"ok":true,"state":' + wire.dumps(self.served.state()) + "}"
+    def trace(self, on):
+        return self._answer("trace", {"on": bool(on)})
+
+    def sources(self):
+        return self._answer("sources", {})
+
+    def effects(self):
+        return self._answer("effects", {})
 
     def close(self):
         self.served.close()
@@ -104,7 +120,11 @@ class Source:
     child_env: List[Tuple[str, str]] = field(default_factory=list)
 
     def make(self):
-        return InProcess(_served(self.make_env(), self.env_id, self.config, self.contract))
+        from lockstep_adapter import causes, server
+
+        since = causes.effects_recorder().mark()
+        env = server.watched_make(self.make_env)
+        return InProcess(_served(env, self.env_id, self.config, self.contract), since)
 
 
 def _importable_name(fn):

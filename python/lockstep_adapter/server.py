@@ -12,7 +12,7 @@ import sys
 import traceback
 import warnings
 
-from . import attributes, instances, wire
+from . import attributes, causes, instances, wire
 from .wire import PROTOCOL, PROTOCOL_V2
 
 
@@ -78,6 +78,10 @@ class Served:
             except wire.WireError as exc:
                 raise wire.WireError(f"agent {a!r}: action: {exc}") from None
         self.agent_names = {a: json.dumps(a) for a in self.agents}
+        # The source tracer (:mod:`.causes`), on only while lockstep asks: it re-runs a failed
+        # scenario with it to name the line of the env's code that read a nondeterministic
+        # source. Off, a call costs nothing more.
+        self.tracer = None
         self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
         # State paths already reported as skipped (said once per path).
         self._said_skipped = set()
@@ -143,6 +147,8 @@ class Served:
             # An env without randomness says so (docs/replay.md): its other-seed check is then
             # not applicable. Declared by the env object or by `--seedless`.
             "seedless": bool(self.seedless),
+            # The source tracer and the effects recorder (docs/protocol.md, "Causes").
+            "tracer": True,
         }
 
     def declared_fields(self):
@@ -353,15 +359,42 @@ def _start_failure(exc):
     return hello
 
 
-def _call(served, op, request):
-    """One env request (reset, step, state) to one instance: the reply text without its id."""
-    if op == "step":
-        return served.step(request["actions"])
-    if op == "reset":
-        return served.reset(request["seed"], request.get("options"))
+def answer(served, op, request, effects_since=0):
+    """One env request (reset, step, state, and the tracer's trace, sources, effects) to one
+    instance: the reply text without its id. Every reset and step is watched by the effects
+    recorder; while the tracer is on, each runs under it too."""
+    if op in ("step", "reset"):
+        with causes.effects_recorder().during(op):
+            if op == "step":
+                call, args = served.step, (request["actions"],)
+            else:
+                call, args = served.reset, (request["seed"], request.get("options"))
+            if served.tracer is None:
+                return call(*args)
+            return served.tracer.call(op, call, *args)
     if op == "state":
         return '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
+    if op == "trace":
+        on = request.get("on")
+        if type(on) is not bool:
+            raise ValueError("trace needs \"on\": true or false")
+        served.tracer = causes.SourceTracer(served.unwrapped()) if on else None
+        return '{"ok":true}'
+    if op == "sources":
+        found = served.tracer.drain() if served.tracer is not None else []
+        return '{"ok":true,"sources":' + wire.dumps(wire.to_json(found)) + "}"
+    if op == "effects":
+        # Process-wide: what every instance of this process touched since it started (or,
+        # in a caller's process, since ``effects_since``).
+        found = causes.effects_recorder().since(effects_since)
+        return '{"ok":true,"effects":' + wire.dumps(wire.to_json(found)) + "}"
     raise ValueError(f"unknown op {op!r}")
+
+
+def watched_make(make):
+    """``make()`` watched by the effects recorder: what building the env touches counts."""
+    with causes.effects_recorder().during("make"):
+        return make()
 
 
 def serve(make, out=None, inp=None):
@@ -381,7 +414,7 @@ def serve(make, out=None, inp=None):
     sender = instances.Sender(out)
 
     try:
-        served = make()
+        served = watched_make(make)
         hello = served.handshake()
     except BaseException as exc:  # noqa: BLE001 - reported to the client, then exit
         # The traceback travels in the handshake (lockstep lays it out as lines), not on
@@ -454,7 +487,7 @@ class _Loop:
 
                 def build(instance, make=self.make):
                     # Built on its own thread, as every later call of it runs.
-                    instance.served = make()
+                    instance.served = watched_make(make)
                     return '{"ok":true,"instance":%d}' % instance.number
 
                 self.pool.add(number)
@@ -466,7 +499,7 @@ class _Loop:
                     self.served.close()
                     self.sender.send('{"id":%s,"ok":true}' % rid)
                     return 0
-                reply = _call(self.served, op, request)
+                reply = answer(self.served, op, request)
             else:
                 number = request["instance"]
                 if number not in self.pool.instances:
@@ -479,7 +512,7 @@ class _Loop:
                 def call(instance, op=op, request=request):
                     if instance.served is None:
                         raise ValueError(f"instance {instance.number} could not be created")
-                    return _call(instance.served, op, request)
+                    return answer(instance.served, op, request)
 
                 self.pool.submit(number, rid, call)
                 return None

@@ -157,6 +157,12 @@ pub struct ExternalEnvArgs {
     /// run left on disk reaches a check). The leftover check then does not apply.
     #[arg(long)]
     pub shared_dirs: bool,
+    /// Hold the external environment to this reset contract (TOML or JSON, docs/contract.md)
+    /// instead of the fields it declares or the attributes inferred from its state: the
+    /// contract's probed layers (files, sqlite, http, postgres, browser) are read after every
+    /// reset. `lockstep contract infer` proposes one.
+    #[arg(long, value_name = "FILE")]
+    pub contract: Option<std::path::PathBuf>,
     /// The external environment's command line (after `--`), never passed through a shell.
     #[arg(last = true)]
     pub argv: Vec<String>,
@@ -219,6 +225,8 @@ impl EnvArgs {
 pub enum EnvSource {
     Named(Box<dyn EnvFactory>, ChildRunner),
     External(ProcessEnvFactory),
+    /// An external env held to `--contract FILE`.
+    Contracted(lockstep::contracted::Contracted<ProcessEnvFactory>),
 }
 
 impl EnvSource {
@@ -230,12 +238,23 @@ impl EnvSource {
     /// The external env of `--cmd -- ARGV...`.
     pub fn external(args: &ExternalEnvArgs) -> anyhow::Result<Option<EnvSource>> {
         let Some(argv) = args.command()? else {
+            if args.contract.is_some() {
+                bail!("--contract holds an external env to a contract: it needs --cmd -- ARGV...");
+            }
             return Ok(None);
         };
-        Ok(Some(EnvSource::External(ProcessEnvFactory::new(
-            argv.to_vec(),
-            args.options()?,
-        ))))
+        let factory = ProcessEnvFactory::new(argv.to_vec(), args.options()?);
+        let Some(path) = &args.contract else {
+            return Ok(Some(EnvSource::External(factory)));
+        };
+        let contract = lockstep::contract::Contract::load(path)?;
+        Ok(Some(EnvSource::Contracted(
+            lockstep::contracted::Contracted {
+                inner: factory,
+                contract,
+                probes: lockstep_layers::probes,
+            },
+        )))
     }
 
     /// `--env NAME` or `--cmd -- ARGV...`, exactly one of them.
@@ -255,7 +274,8 @@ impl EnvSource {
     pub fn probe(&self) -> anyhow::Result<Option<String>> {
         match self {
             EnvSource::Named(..) => Ok(None),
-            EnvSource::External(f) => {
+            EnvSource::External(f)
+            | EnvSource::Contracted(lockstep::contracted::Contracted { inner: f, .. }) => {
                 let mut env = f.spawn().map_err(|e| anyhow::anyhow!("{}", e.message))?;
                 let id = env.handshake().env_id.clone();
                 lockstep::env::Env::close(&mut env)
@@ -269,6 +289,7 @@ impl EnvSource {
         match self {
             EnvSource::Named(f, _) => f.as_ref(),
             EnvSource::External(f) => f,
+            EnvSource::Contracted(f) => f,
         }
     }
 
@@ -278,6 +299,7 @@ impl EnvSource {
         match self {
             EnvSource::Named(_, runner) => runner,
             EnvSource::External(f) => f,
+            EnvSource::Contracted(f) => &f.inner,
         }
     }
 }

@@ -12,6 +12,7 @@ use lockstep::report::{
     failure_groups, seed_list, AuditRecord, CheckOutcome, FailureGroup, FailureKind, Report, Tally,
     Trial, CHECK_NAMES,
 };
+use lockstep::words::value_words;
 use serde_json::Value;
 
 pub use lockstep::report::ReplayCommand;
@@ -57,6 +58,9 @@ pub fn summary_text(report: &Report, replay: &ReplayCommand<'_>, verbose: bool) 
     let _ = writeln!(out, "{}", legend(report));
     for line in skipped_state_lines(report) {
         let _ = writeln!(out, "{line}");
+    }
+    for w in report.effect_warnings() {
+        let _ = writeln!(out, "warning: {} ({}): {}", w.env, w.seed_words(), w.text);
     }
     if verbose {
         for t in &report.trials {
@@ -315,8 +319,14 @@ fn check_lines(c: &CheckOutcome) -> Vec<String> {
     {
         lines.push(format!("note: {note}"));
     }
+    if let Some(cause) = &c.cause {
+        lines.extend(cause.lines(MAX_CAUSE_SITES));
+    }
     lines
 }
+
+/// Sites of a cause shown after the first (the rest are in report.json).
+const MAX_CAUSE_SITES: usize = 3;
 
 /// `replay: CMD` for the group's first trial, naming the other seeds it also replays.
 fn replay_line(out: &mut String, trials: &[&Trial], checks: &[&str], replay: &ReplayCommand<'_>) {
@@ -397,56 +407,6 @@ fn change_line(c: &Value) -> String {
     }
 }
 
-/// A value as the terminal shows it: its compact JSON (`[[0, 1], [0, 2]]` says more than "a
-/// list of 2 items"), cut after [`SHORT_VALUE`] characters with its size when longer.
-fn value_words(v: &Value) -> String {
-    match v {
-        Value::Array(_) | Value::Object(_) => {
-            let text = compact_spaced(v);
-            if text.chars().count() <= SHORT_VALUE {
-                return text;
-            }
-            let cut: String = text.chars().take(SHORT_VALUE).collect();
-            match v {
-                Value::Array(a) => format!("{cut}... ({} items)", a.len()),
-                Value::Object(o) => format!("{cut}... ({} keys)", o.len()),
-                _ => unreachable!("matched a container"),
-            }
-        }
-        Value::String(s) if s.chars().count() > SHORT_VALUE => {
-            let cut: String = s.chars().take(SHORT_VALUE - 3).collect();
-            format!("{:?}...", cut)
-        }
-        other => other.to_string(),
-    }
-}
-
-/// How much of a value a line of the terminal shows.
-const SHORT_VALUE: usize = 60;
-
-/// JSON with a space after each `,` and `:` outside strings, as people write it.
-fn compact_spaced(v: &Value) -> String {
-    let text = v.to_string();
-    let mut out = String::with_capacity(text.len() + text.len() / 4);
-    let (mut in_string, mut escaped) = (false, false);
-    for ch in text.chars() {
-        out.push(ch);
-        if in_string {
-            match (escaped, ch) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-        } else if ch == '"' {
-            in_string = true;
-        } else if ch == ',' || ch == ':' {
-            out.push(' ');
-        }
-    }
-    out
-}
-
 fn cell(t: Tally) -> String {
     t.to_string()
 }
@@ -458,26 +418,6 @@ fn short(hex: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn short_containers_are_shown_and_long_ones_described() {
-        assert_eq!(value_words(&serde_json::json!({"a": 1})), "{\"a\": 1}");
-        assert_eq!(
-            value_words(&serde_json::json!([[0, 1], [0, 2]])),
-            "[[0, 1], [0, 2]]"
-        );
-        assert_eq!(
-            value_words(&serde_json::json!(["a,b: c"])),
-            "[\"a,b: c\"]",
-            "no space is added inside a string"
-        );
-        let long: Vec<u32> = (0..40).collect();
-        let words = value_words(&serde_json::json!(long));
-        assert!(words.starts_with("[0, 1, 2, "), "{words}");
-        assert!(words.ends_with("... (40 items)"), "{words}");
-        assert_eq!(value_words(&serde_json::json!(null)), "null");
-        assert_eq!(value_words(&serde_json::json!("x")), "\"x\"");
-    }
 
     #[test]
     fn an_added_member_shows_one_value() {

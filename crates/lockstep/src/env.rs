@@ -475,6 +475,28 @@ pub trait Env: Send {
         None
     }
 
+    /// Switches the env's source tracer on or off (docs/replay.md, "Causes"): while on, the
+    /// env records each read of a nondeterministic source (a process-global RNG, the clock,
+    /// the pid, a file) with the line of its own code that made it. `Ok(false)` when the env
+    /// has no tracer: only Python envs have one, and the built-in envs need none.
+    fn trace_sources(&mut self, on: bool) -> Result<bool, EnvError> {
+        let _ = on;
+        Ok(false)
+    }
+
+    /// The reads the tracer recorded since the last call, each a JSON object
+    /// ([`crate::cause::SourceRead`]); empty when tracing is off.
+    fn traced_sources(&mut self) -> Result<Vec<Value>, EnvError> {
+        Ok(Vec::new())
+    }
+
+    /// What the env's process touched outside itself since the env was made (files written,
+    /// databases opened, connections: [`crate::cause::Effect`]), or `None` when the env does
+    /// not record it.
+    fn effects(&mut self) -> Result<Option<Vec<Value>>, EnvError> {
+        Ok(None)
+    }
+
     /// Releases resources (an external env's process). Called at most once.
     fn close(&mut self) -> Result<(), EnvError> {
         Ok(())

@@ -145,6 +145,14 @@ pub struct AuditRecord {
     pub success: Option<bool>,
     /// Everything else the audit recorded (contaminated state, state after reset...).
     pub detail: serde_json::Value,
+    /// What the env's process touched outside itself during the audit (files, databases,
+    /// connections), when the env records it (docs/contract.md, "Effects").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<crate::cause::Effect>,
+    /// One line for each effect that leaves state behind where no layer of the contract looks:
+    /// a warning, whatever the verdicts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Per-step digests of two runs, for the divergence picture.
@@ -172,6 +180,10 @@ pub struct CheckOutcome {
     /// First divergence (step, agent, key, element, both values), when there is one.
     pub divergence: Option<serde_json::Value>,
     pub timeline: Option<Timeline>,
+    /// For a failure of a Python env: the line of the env's code that read a nondeterministic
+    /// source, found by re-running the scenario with the source tracer on (docs/replay.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<crate::cause::Cause>,
 }
 
 /// Everything checked for one (env, seed).
@@ -313,7 +325,44 @@ pub enum ReportError {
     Mismatch { what: String, message: String },
 }
 
+/// One warning about an effect (see [`crate::cause::effect_warnings`]) and the seeds whose
+/// trials gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectWarning<'a> {
+    pub env: &'a str,
+    pub text: &'a str,
+    pub seeds: Vec<u64>,
+}
+
+impl EffectWarning<'_> {
+    /// `seed 3`, `seeds 0-4`.
+    pub fn seed_words(&self) -> String {
+        match self.seeds.as_slice() {
+            [one] => format!("seed {one}"),
+            seeds => format!("seeds {}", groups::seeds_text(seeds)),
+        }
+    }
+}
+
 impl Report {
+    /// Every effect warning of the run, once per env and text, in trial order.
+    pub fn effect_warnings(&self) -> Vec<EffectWarning<'_>> {
+        let mut out: Vec<EffectWarning<'_>> = Vec::new();
+        for t in &self.trials {
+            for text in t.audit.iter().flat_map(|a| &a.warnings) {
+                match out.iter_mut().find(|w| w.env == t.env && w.text == text) {
+                    Some(w) => w.seeds.push(t.seed),
+                    None => out.push(EffectWarning {
+                        env: &t.env,
+                        text,
+                        seeds: vec![t.seed],
+                    }),
+                }
+            }
+        }
+        out
+    }
+
     /// Builds a report from results in any order. Trials are ordered by env (as in
     /// `params.envs`) then seed (as in `params.seeds`), goldens as in `params.goldens`, and
     /// every summary is recomputed, so the bytes do not depend on how the work was scheduled.
@@ -512,6 +561,8 @@ mod tests {
                 unexpected: vec![],
                 success: Some(seed % 2 == 1),
                 detail: serde_json::Value::Null,
+                effects: vec![],
+                warnings: vec![],
             }),
             checks: vec![
                 CheckOutcome {
@@ -531,6 +582,7 @@ mod tests {
                         right: vec!["01".into(), "02".into(), "03".into(), "ff".into()],
                         first_divergent_step: Some(3),
                     }),
+                    cause: None,
                 },
                 CheckOutcome {
                     check: "other".into(),
@@ -539,6 +591,7 @@ mod tests {
                     summary: "seeds diverge at step 0".into(),
                     divergence: None,
                     timeline: None,
+                    cause: None,
                 },
             ],
             error: None,

@@ -210,7 +210,9 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
                     if kind == CheckKind::SameSeed {
                         trial.episodes = EpisodeGroup::group(&outcome.episodes);
                     }
-                    trial.checks.push(check_record(kind.short(), &outcome));
+                    let mut record = check_record(kind.short(), &outcome);
+                    record.cause = cause_of(env, kind, &cfg, &fresh, &outcome);
+                    trial.checks.push(record);
                 }
                 Err(e) => errors.push(format!("{} check: {e}", kind.short())),
             }
@@ -220,6 +222,39 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
         trial.error = Some(errors.join("\n"));
     }
     trial
+}
+
+/// Why `outcome` failed, for an env with a source tracer: its scenario re-run with the
+/// tracer on, in a fresh session (a cache the trial's first reset filled is seen filling);
+/// for a fresh process that replays only with this process's string-hash salt, the hash
+/// order. `None` for a pass, or an env with no tracer and no hash-seed finding.
+fn cause_of(
+    env: &SuiteEnv<'_>,
+    kind: CheckKind,
+    cfg: &CheckConfig,
+    runner: &dyn ProcessRunner,
+    outcome: &ReplayOutcome,
+) -> Option<crate::cause::Cause> {
+    if outcome.passed || !outcome.applicable || outcome.divergence.is_none() {
+        return None;
+    }
+    let session = env.factory.session();
+    let factory = session.as_deref().unwrap_or(env.factory);
+    let cause = crate::cause::explain(kind, factory, cfg, outcome);
+    let by_hash = kind == CheckKind::OtherProcess
+        && runner.varies_hash_seed()
+        && runner
+            .run_reference(&factory.id(), cfg.seed, cfg.steps, None)
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.trace.episode == outcome.episode);
+    if by_hash {
+        return Some(crate::cause::with_first(
+            cause,
+            crate::cause::hash_order_site(),
+        ));
+    }
+    cause
 }
 
 /// The audit of one seed, and what the env says about itself (its id, the contract the audit
@@ -246,10 +281,20 @@ fn audit(
         contract: info,
     };
     let record = audit_trial(env.as_mut(), &contract, seed, steps, &mut |_| Ok(()));
+    // What the process touched while it was made and audited: asked before it closes.
+    let effects = env.effects();
     let closed = env.close();
     let record = record.map_err(|e| e.to_string())?;
     closed.map_err(|e| e.to_string())?;
-    Ok((audit_record(&record), about))
+    let mut record = audit_record(&record);
+    record.effects = effects
+        .map_err(|e| format!("effects: {e}"))?
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| lockstep_canon::from_value::<crate::cause::Effect>(v).ok())
+        .collect();
+    record.warnings = crate::cause::effect_warnings(&record.effects, Some(&contract));
+    Ok((record, about))
 }
 
 fn audit_record(r: &TrialRecord) -> AuditRecord {
@@ -283,6 +328,8 @@ fn audit_record(r: &TrialRecord) -> AuditRecord {
         // Only an env that reports success has a task outcome to show.
         success: r.repeat.declared_success.then_some(r.success),
         detail: audit_detail(r),
+        effects: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 
@@ -315,6 +362,7 @@ fn check_record(name: &str, o: &ReplayOutcome) -> CheckOutcome {
             right: right.iter().map(|d| d.to_hex()).collect(),
             first_divergent_step: o.divergence.as_ref().map(|d| d.step),
         }),
+        cause: None,
     }
 }
 

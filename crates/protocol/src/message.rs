@@ -100,6 +100,9 @@ pub struct Handshake {
     /// The env declares that it has no randomness (handshake `"seedless": true`): its
     /// other-seed check is not applicable (docs/replay.md).
     pub seedless: bool,
+    /// The env answers `trace`, `sources` and `effects` (handshake `"tracer": true`): it can
+    /// name the line of its code that read a nondeterministic source (docs/protocol.md).
+    pub tracer: bool,
 }
 
 impl Handshake {
@@ -397,6 +400,11 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("/seedless", "`seedless` is not a boolean")),
     };
+    let tracer = match map.get("tracer") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("/tracer", "`tracer` is not a boolean")),
+    };
     Ok(Handshake {
         env_id,
         config,
@@ -406,6 +414,7 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         fork,
         threads,
         seedless,
+        tracer,
     })
 }
 
@@ -689,6 +698,25 @@ pub fn write_upgrade(out: &mut Vec<u8>, id: u64, threads: bool) {
         out.extend_from_slice(b",\"threads\":true");
     }
     out.extend_from_slice(b"}\n");
+}
+
+/// `{"id":N,"op":"trace","on":B}`: switches the env's source tracer.
+pub fn write_trace(out: &mut Vec<u8>, id: u64, on: bool) {
+    write_head(out, id, "trace");
+    out.extend_from_slice(if on {
+        b",\"on\":true}\n"
+    } else {
+        b",\"on\":false}\n"
+    });
+}
+
+/// The JSON array under `name` of a `sources` or `effects` reply, each element an object.
+pub fn read_records(map: &lockstep_canon::Map, name: &str) -> Result<Vec<Value>, MessageError> {
+    let items = array(field(map, "", name)?, &format!("/{name}"))?;
+    for (i, item) in items.iter().enumerate() {
+        object(item, &format!("/{name}/{i}"))?;
+    }
+    Ok(items.clone())
 }
 
 /// Reads the instance number of a `create` reply (after [`reply`] said `ok`).

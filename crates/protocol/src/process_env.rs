@@ -122,6 +122,8 @@ enum Request {
     Reset(Option<u64>),
     Step(u64),
     State,
+    /// `trace`, `sources`, `effects`: the source tracer's requests.
+    Tracer(&'static str),
     Close,
 }
 
@@ -479,6 +481,7 @@ fn describe(request: &Request, steps: u64) -> String {
         Request::Reset(None) => "reset (no seed)".to_string(),
         Request::Step(n) => format!("step {n}"),
         Request::State => format!("state (after step {steps})"),
+        Request::Tracer(op) => format!("{op} (the source tracer, after step {steps})"),
         Request::Close => "close".to_string(),
     }
 }
@@ -539,6 +542,34 @@ impl ProcessEnv {
                     "env process `{command}`: reset options cannot be sent: {e}"
                 ))
             })
+        })
+    }
+}
+
+impl ProcessEnv {
+    /// One request of the source tracer; its answer's object.
+    fn tracer_request(
+        &mut self,
+        op: &'static str,
+        write: impl FnOnce(&mut Vec<u8>, u64),
+    ) -> Result<lockstep_canon::Map, EnvError> {
+        self.check_usable()?;
+        let request = Request::Tracer(op);
+        let value = self.exchange(&request, |buf, id| {
+            write(buf, id);
+            Ok(())
+        })?;
+        self.answer(&request, &value).cloned()
+    }
+
+    /// The `sources` or `effects` the env recorded.
+    fn records(&mut self, op: &'static str) -> Result<Vec<Value>, EnvError> {
+        let map = self.tracer_request(op, |buf, id| message::write_op(buf, id, op))?;
+        message::read_records(&map, op).map_err(|e| {
+            self.fail(
+                &Request::Tracer(op),
+                &format!("the answer breaks the protocol: {e}"),
+            )
         })
     }
 }
@@ -610,6 +641,28 @@ impl Env for ProcessEnv {
                 &format!("the answer breaks the protocol: {e}"),
             )),
         }
+    }
+
+    fn trace_sources(&mut self, on: bool) -> Result<bool, EnvError> {
+        if !self.handshake.tracer {
+            return Ok(false);
+        }
+        self.tracer_request("trace", |buf, id| message::write_trace(buf, id, on))?;
+        Ok(true)
+    }
+
+    fn traced_sources(&mut self) -> Result<Vec<Value>, EnvError> {
+        if !self.handshake.tracer {
+            return Ok(Vec::new());
+        }
+        self.records("sources")
+    }
+
+    fn effects(&mut self) -> Result<Option<Vec<Value>>, EnvError> {
+        if !self.handshake.tracer {
+            return Ok(None);
+        }
+        self.records("effects").map(Some)
     }
 
     fn close(&mut self) -> Result<(), EnvError> {
@@ -946,6 +999,10 @@ fn lock_map<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// interpreter, and with [`ProcessOptions::vary_python_hash_seed`] another string-hash salt),
 /// recorded by this process. Reset options are JSON null, as for every [`ProcessRunner`].
 impl ProcessRunner for ProcessEnvFactory {
+    fn varies_hash_seed(&self) -> bool {
+        !self.hash_seed_env(1).is_empty()
+    }
+
     fn run(
         &self,
         _env: &str,

@@ -378,7 +378,6 @@ fn an_unseeded_space_sampled_by_the_env_fails_same_seed() {
 /// honest walker (its unseeded reset continues from its own seeded RNG) passes.
 #[test]
 fn seed_once_then_reset_fails_the_continuation_check() {
-    use lockstep::env::EnvFactory;
     require(&["gymnasium"]);
     let cfg = CheckConfig::new(5, 20);
     for bug in ["unseeded_global_rng", "clock_seeded"] {

@@ -115,6 +115,29 @@ impl PyEnv {
 }
 
 impl PyEnv {
+    /// Whether the Python object answers `method` (the tracer's requests are newer than the
+    /// rest: an object without them has no tracer).
+    fn has(&self, method: &str) -> bool {
+        Python::attach(|py| self.obj.bind(py).hasattr(method).unwrap_or(false))
+    }
+
+    /// The object of an `ok: true` answer, or the env's failure.
+    fn answer(&self, text: &str, what: &str) -> Result<lockstep_canon::Map, EnvError> {
+        let value = parse(text, what)?;
+        match message::reply(&value) {
+            Ok(Reply::Ok(map)) => Ok(map.clone()),
+            Ok(Reply::Failed { error, .. }) => Err(EnvError::new(format!("{what}: {error}"))),
+            Err(e) => Err(EnvError::new(format!("{what}: {e}"))),
+        }
+    }
+
+    /// The `sources` or `effects` the adapter recorded.
+    fn records(&mut self, op: &str) -> Result<Vec<Value>, EnvError> {
+        let text = call(&self.obj, op, op, |py| Ok(pyo3::types::PyTuple::empty(py)))?;
+        let map = self.answer(&text, op)?;
+        message::read_records(&map, op).map_err(|e| EnvError::new(format!("{op}: {e}")))
+    }
+
     /// A reset with `seed`, or with `None` for the env's unseeded reset.
     fn reset_call(&mut self, seed: Option<u64>, options: &Value) -> Result<&Transition, EnvError> {
         let options = lockstep_canon::to_vec(options, Profile::Python)
@@ -195,6 +218,31 @@ impl Env for PyEnv {
             Ok(Reply::Failed { error, .. }) => Err(EnvError::new(format!("state: {error}"))),
             Err(e) => Err(EnvError::new(format!("state: {e}"))),
         }
+    }
+
+    fn trace_sources(&mut self, on: bool) -> Result<bool, EnvError> {
+        if !self.has("trace") {
+            return Ok(false);
+        }
+        let text = call(&self.obj, "trace", "trace", |py| {
+            pyo3::types::PyTuple::new(py, [on])
+        })?;
+        self.answer(&text, "trace")?;
+        Ok(true)
+    }
+
+    fn traced_sources(&mut self) -> Result<Vec<Value>, EnvError> {
+        if !self.has("sources") {
+            return Ok(Vec::new());
+        }
+        self.records("sources")
+    }
+
+    fn effects(&mut self) -> Result<Option<Vec<Value>>, EnvError> {
+        if !self.has("effects") {
+            return Ok(None);
+        }
+        self.records("effects").map(Some)
     }
 
     fn close(&mut self) -> Result<(), EnvError> {

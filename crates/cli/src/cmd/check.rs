@@ -177,6 +177,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     // Every env resolves, and every input and output is usable, before anything runs: a
     // mistake found after minutes of work would throw that work away.
+    let contract_file = match &args.external.contract {
+        Some(path) => {
+            lockstep::contract::Contract::load(path)?;
+            Some(
+                std::path::absolute(path)
+                    .with_context(|| format!("{}", path.display()))?
+                    .display()
+                    .to_string(),
+            )
+        }
+        None => None,
+    };
     let mut worker_envs = Vec::with_capacity(envs.len());
     for (i, id) in envs.iter().enumerate() {
         let external = external_argv.as_ref().filter(|_| i + 1 == envs.len());
@@ -186,6 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 timeout: args.external.timeout,
                 startup_timeout: args.external.startup_timeout,
                 shared_dirs: args.external.shared_dirs,
+                contract: contract_file.clone(),
             }),
             None => {
                 crate::envs::resolve(id)?;
@@ -243,6 +256,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         timeout: args.external.timeout,
                         startup_timeout: args.external.startup_timeout,
                         shared_dirs: args.external.shared_dirs,
+                        contract: contract_file.clone(),
                     }),
             })
             .collect(),
@@ -410,6 +424,9 @@ fn external_args(c: &ExternalCommand) -> Vec<String> {
     }
     if c.shared_dirs {
         a.push("--shared-dirs".to_string());
+    }
+    if let Some(contract) = &c.contract {
+        a.extend(["--contract".to_string(), contract.clone()]);
     }
     a.push("--".to_string());
     a.extend(c.argv.iter().cloned());

@@ -22,6 +22,25 @@ pub struct Args {
 pub enum Command {
     /// Check a state against a contract: missing and unexpected fields, then its fingerprint.
     Check(CheckArgs),
+    /// Propose a contract for an external env: its state's fields, and a probed layer for
+    /// every directory it wrote, database file it opened and endpoint it connected to, each
+    /// with where it was seen (docs/contract.md, "Inferring a contract").
+    Infer(InferArgs),
+}
+
+#[derive(clap::Args)]
+pub struct InferArgs {
+    /// Trials to watch (seeds 0..N), each on a fresh process: a reset, the steps, a reset.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub seeds: u64,
+    /// Steps per trial.
+    #[arg(long, default_value_t = 20, value_parser = crate::counts::steps, allow_negative_numbers = true)]
+    pub steps: u64,
+    /// Write the proposal here (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub external: crate::envs::ExternalEnvArgs,
 }
 
 #[derive(clap::Args)]
@@ -38,7 +57,50 @@ pub struct CheckArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Check(a) => check(a),
+        Command::Infer(a) => infer(a),
     }
+}
+
+fn infer(args: InferArgs) -> anyhow::Result<ExitCode> {
+    if args.external.contract.is_some() {
+        anyhow::bail!("contract infer proposes a contract: it takes no --contract");
+    }
+    let source = crate::envs::EnvSource::external(&args.external)?
+        .ok_or_else(|| anyhow::anyhow!("name the env with --cmd -- ARGV..."))?;
+    let seeds: Vec<u64> = (0..args.seeds).collect();
+    let (env_id, fields, effects) =
+        lockstep::proposal::observe(source.factory(), &seeds, args.steps)
+            .map_err(anyhow::Error::msg)?;
+    let how = format!(
+        "{} seed{} of {} steps, each in a fresh process, of `{}`",
+        seeds.len(),
+        if seeds.len() == 1 { "" } else { "s" },
+        args.steps,
+        lockstep_protocol::display_argv(&args.external.argv)
+    );
+    let text = lockstep::proposal::propose(&lockstep::proposal::Observed {
+        env_id: &env_id,
+        fields,
+        effects: &effects,
+        how,
+    });
+    // What is written must load: a proposal `check --contract` refuses helps no one.
+    Contract::from_toml_str(&text, "the proposed contract")
+        .map_err(|e| anyhow::anyhow!("internal error: the proposed contract does not load: {e}"))?;
+    match &args.out {
+        Some(path) => {
+            lockstep::atomic_file::write_atomic(path, text.as_bytes())
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            eprintln!(
+                "wrote {} ({} effects seen; check it with `lockstep check --contract {} --cmd -- ...`)",
+                path.display(),
+                effects.len(),
+                path.display()
+            );
+        }
+        None => out!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {

@@ -227,6 +227,10 @@ impl ProcessRunner for FreshRuns<'_> {
         self.inner.runs_elsewhere()
     }
 
+    fn varies_hash_seed(&self) -> bool {
+        self.inner.varies_hash_seed()
+    }
+
     fn run(
         &self,
         env: &str,

@@ -259,6 +259,13 @@ pub trait ProcessRunner: Sync {
         true
     }
 
+    /// Whether each fresh process of [`Self::run`] gets a string-hash salt of its own
+    /// (`PYTHONHASHSEED`), while [`Self::run_reference`] keeps this process's: then a fresh
+    /// reference that replays where [`Self::run`] does not names the hash order as the cause.
+    fn varies_hash_seed(&self) -> bool {
+        false
+    }
+
     /// `seed` alone in a fresh process that differs from the one hosting the check's instances
     /// only in being fresh (the same string-hash salt): the reference of the multi-instance
     /// checks, so that a cache the first reset of a process fills (a class-level dict, a module

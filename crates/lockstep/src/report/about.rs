@@ -37,6 +37,9 @@ pub struct ExternalCommand {
     /// (written only when set, so reports of the default keep their bytes).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared_dirs: bool,
+    /// `--contract FILE`, absolute: the contract the env was held to (written only when set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<String>,
 }
 
 /// What an env says about itself.

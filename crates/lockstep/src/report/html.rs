@@ -70,12 +70,33 @@ pub fn render_html_with(report: &Report, replay: &ReplayCommand<'_>) -> String {
             .unwrap_or_default()
     );
     summary_table(&mut h, report);
+    effect_warnings(&mut h, report);
     failures(&mut h, report, replay);
     goldens(&mut h, report);
     env_panel::env_panels(&mut h, report);
     passing(&mut h, report);
     h.push_str("</body></html>\n");
     h
+}
+
+/// What the envs touched outside their process that no contract layer covers: warnings,
+/// whatever the verdicts.
+fn effect_warnings(h: &mut String, report: &Report) {
+    let warnings = report.effect_warnings();
+    if warnings.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Effects</h2>\n<ul id=\"effects\">");
+    for w in &warnings {
+        let _ = write!(
+            h,
+            "<li class=\"warn\"><code>{}</code> ({}): {}</li>",
+            esc(w.env),
+            esc(&w.seed_words()),
+            esc(w.text)
+        );
+    }
+    h.push_str("</ul>\n");
 }
 
 fn summary_table(h: &mut String, report: &Report) {
@@ -284,6 +305,13 @@ fn audit_detail(h: &mut String, seed: u64, a: &AuditRecord) {
 
 fn check_failure(h: &mut String, c: &CheckOutcome) {
     let _ = writeln!(h, "<p class=\"fail\">{}</p>", esc(&c.summary));
+    if let Some(cause) = &c.cause {
+        h.push_str("<ul class=\"cause\">");
+        for line in cause.lines(CAUSE_SITES_MAX) {
+            let _ = write!(h, "<li>{}</li>", esc(&line));
+        }
+        h.push_str("</ul>\n");
+    }
     if let Some(d) = &c.divergence {
         let (left, right) = c
             .timeline
@@ -295,6 +323,9 @@ fn check_failure(h: &mut String, c: &CheckOutcome) {
         h.push_str(&timeline_svg(t));
     }
 }
+
+/// Sites of a cause listed after the first (the rest are in report.json).
+const CAUSE_SITES_MAX: usize = 8;
 
 fn short(hex: Option<&str>) -> &str {
     hex.map_or("-", |h| &h[..h.len().min(16)])

@@ -211,6 +211,7 @@ mod tests {
                 timeout: 30.0,
                 startup_timeout: None,
                 shared_dirs: false,
+                contract: None,
             }),
         }];
         let mut t = trial("b-env", 5, true, true);

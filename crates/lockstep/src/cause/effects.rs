@@ -1,0 +1,140 @@
+//! What an env touched outside its process (docs/contract.md, "Effects"): recorded by the
+//! adapter whether or not a check fails, and warned about unless the reset contract names the
+//! layer. The seed document's lesson is that the layers that matter must be identified before
+//! they can be reset; this is the env identifying them.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::display_path;
+use crate::contract::Contract;
+
+/// One kind of effect at one site of the env's code, with how often.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Effect {
+    /// `make`, `reset` or `step`.
+    pub phase: String,
+    /// `file_read`, `file_write`, `file_delete`, `file_rename`, `directory_create`, `sqlite`,
+    /// `socket`, `http`, `subprocess`.
+    pub kind: String,
+    /// What was touched, as people read it: `~/.cache/walker/layout.json`,
+    /// `http://127.0.0.1:8080`, `git status`.
+    pub target: String,
+    /// The absolute path of a file or database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    #[serde(default = "super::one")]
+    pub count: u64,
+}
+
+impl Effect {
+    /// The verb of the warning: `wrote`, `connected to`, ...
+    fn verb(&self) -> &'static str {
+        match self.kind.as_str() {
+            "file_read" => "read",
+            "file_write" => "wrote",
+            "file_delete" => "deleted",
+            "file_rename" => "renamed",
+            "directory_create" => "created the directory",
+            "sqlite" => "opened the SQLite database",
+            "socket" => "connected to",
+            "http" => "made an HTTP request to",
+            "subprocess" => "ran",
+            _ => "touched",
+        }
+    }
+
+    /// Whether the effect leaves state behind that a later reset could find. Reads do not:
+    /// they are listed (a file read may be a cache another run wrote) but not warned about.
+    pub fn leaves_state(&self) -> bool {
+        self.kind != "file_read"
+    }
+
+    /// `envs/grid.py:42 in reset`, when the site is known.
+    pub fn site(&self, cwd: Option<&Path>) -> Option<String> {
+        let file = display_path(self.file.as_deref()?, cwd);
+        let mut s = match self.line {
+            Some(l) => format!("{file}:{l}"),
+            None => file,
+        };
+        if let Some(f) = &self.function {
+            s.push_str(" in ");
+            s.push_str(f);
+        }
+        Some(s)
+    }
+
+    /// `the env wrote ~/.cache/foo/level.json during reset (envs/grid.py:42 in reset)`.
+    pub fn sentence(&self, cwd: Option<&Path>) -> String {
+        let during = match self.phase.as_str() {
+            "make" => "while it was made".to_string(),
+            p => format!("during {p}"),
+        };
+        let mut s = format!("the env {} {} {during}", self.verb(), self.target);
+        if self.count > 1 {
+            s.push_str(&format!(" ({} times)", self.count));
+        }
+        if let Some(site) = self.site(cwd) {
+            s.push_str(&format!(" ({site})"));
+        }
+        s
+    }
+}
+
+/// The paths a contract's probed layers read (a `files` directory, a `sqlite` file), resolved.
+fn probed_paths(contract: &Contract) -> Vec<PathBuf> {
+    contract
+        .layers
+        .iter()
+        .filter_map(|l| l.probe.as_ref())
+        .filter(|p| p.probe == "files" || p.probe == "sqlite")
+        .filter_map(|p| {
+            let path = p.settings.get("path")?.as_str()?;
+            Some(p.base_dir.join(path))
+        })
+        .collect()
+}
+
+/// Whether a layer of `contract` names what `e` touched: a probed file or directory holding
+/// its path, an `http`/`postgres` probe of its endpoint.
+fn named_by(contract: &Contract, e: &Effect) -> bool {
+    if let Some(path) = &e.path {
+        let path = Path::new(path);
+        if probed_paths(contract)
+            .iter()
+            .any(|p| path.starts_with(p) || p == path)
+        {
+            return true;
+        }
+    }
+    contract
+        .layers
+        .iter()
+        .filter_map(|l| l.probe.as_ref())
+        .filter_map(|p| p.settings.get("url")?.as_str())
+        .any(|url| !e.target.is_empty() && url.contains(e.target.trim_start_matches("http://")))
+}
+
+/// The warnings of a trial: every effect that leaves state behind and that no layer of
+/// `contract` names, one line each.
+pub fn effect_warnings(effects: &[Effect], contract: Option<&Contract>) -> Vec<String> {
+    let cwd = std::env::current_dir().ok();
+    effects
+        .iter()
+        .filter(|e| e.leaves_state())
+        .filter(|e| !contract.is_some_and(|c| named_by(c, e)))
+        .map(|e| {
+            format!(
+                "{}: state outside the process that the reset contract does not name",
+                e.sentence(cwd.as_deref())
+            )
+        })
+        .collect()
+}
