@@ -66,7 +66,7 @@ The line reported (``file``/``line``/``function``) is the first frame, walking u
 read, that is the env's own code: not the standard library, lockstep, numpy, or
 Gymnasium's/PettingZoo's framework (spaces, core, wrappers, utils, registration, vector,
 ``pettingzoo/utils``); a built-in env inside site-packages (``classic_control``) and
-``lockstep_adapter/testing.py`` are env code. A read with no env frame below the traced call
+the adapter's fixture envs (``lockstep_adapter/testing.py``, ``webtwin.py``) are env code. A read with no env frame below the traced call
 is library work and is dropped, as is one made by the import system (a lazy ``import`` lists
 directories).
 
@@ -160,7 +160,8 @@ class _Library:
 
     def __init__(self):
         here = os.path.dirname(os.path.abspath(__file__))
-        self.testing = os.path.join(here, "testing.py")
+        # The adapter's fixture envs are env code, not the adapter's.
+        self.fixtures = {os.path.join(here, name) for name in ("testing.py", "webtwin.py")}
         self.site_dirs = [os.path.abspath(p) for p in _site_dirs()]
         self.stdlib = sorted({os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")})
         prefixes = [here, os.path.join(os.path.dirname(here), "lockstep"), _package_dir("lockstep")]
@@ -186,7 +187,7 @@ class _Library:
         if not filename or filename.startswith("<"):
             return False
         path = os.path.abspath(filename)
-        if path == self.testing:
+        if path in self.fixtures:
             return True
         if any(_under(path, p) for p in self.prefixes):
             return False
@@ -731,7 +732,7 @@ def _env_classes(env):
 
 
 def _is_own_module(name):
-    if name == "lockstep_adapter.testing":
+    if name in ("lockstep_adapter.testing", "lockstep_adapter.webtwin"):
         return True
     return name.split(".", 1)[0] not in ("lockstep_adapter", "lockstep")
 

@@ -60,6 +60,10 @@ wins           ``_levels.setdefault("layout", ...)``, filled by  (inter-
 home_cache     caches the first layout it generates in           0       ``obs/pos``
                ``$XDG_CACHE_HOME`` (``~/.cache``) and reuses it   (left-
                in every later process, whatever the seed         over)
+uuid_tag       each step's info carries ``uuid.uuid4()``: entropy  1       ``info``
+               from the OS, new on every call
+fresh_rng      step noise from ``np.random.default_rng()``, a     1       ``obs/pos``
+               generator made without a seed at every step
 ============== ================================================= ======= ==============
 
 ``process_random`` and ``class_cache`` pass the same-seed and other-process checks (each rollout reseeds or refills
@@ -70,6 +74,7 @@ import os
 import random
 import sys
 import time
+import uuid
 
 import gymnasium
 import numpy as np
@@ -96,6 +101,8 @@ BUGS = (
     "pid_seeded",
     "first_seed_wins",
     "home_cache",
+    "uuid_tag",
+    "fresh_rng",
 )
 
 # The ``module_rng`` bug: one RNG for the module, seeded at import, advanced by every step.
@@ -216,6 +223,8 @@ class Walker(gymnasium.Env):
         elif self.bug == "class_cache":
             # "Smoothed" with the cached last position, which another instance may have set.
             noise = self.np_random.normal(scale=0.01, size=2) + 0.001 * Walker._last_pos
+        elif self.bug == "fresh_rng":
+            noise = np.random.default_rng().normal(scale=0.01, size=2)
         elif self.bug == "space_sample":
             # The opponent's push, from a space nothing seeds in a training loop: twenty draws
             # as the digits of one base-3 number, so two unseeded rollouts part at step 1
@@ -238,6 +247,8 @@ class Walker(gymnasium.Env):
         info = {"t": self.t}
         if self.bug == "wall_clock":
             info["time"] = time.time()
+        if self.bug == "uuid_tag":
+            info["tag"] = str(uuid.uuid4())
         if self.bug == "hash_seed" and self.t >= 5:
             info["order"] = list(set(NAMES))
         reward = float(-np.abs(self.pos).sum())

@@ -123,7 +123,22 @@ fn resources(effects: &[Effect]) -> Vec<Resource> {
             _ => {}
         }
     }
-    out
+    // A directory the env only created, around another resource, is that resource's
+    // parent, not a layer: a files probe of it would read the database file beside the cache
+    // twice, and a database file's bytes move where its rows do not.
+    let holds_another = |r: &Resource, all: &[Resource]| {
+        all.iter()
+            .any(|o| o.target != r.target && Path::new(&o.target).starts_with(Path::new(&r.target)))
+    };
+    let only_created = |r: &Resource| r.seen.iter().all(|s| s.starts_with("directory_create "));
+    let keep: Vec<bool> = out
+        .iter()
+        .map(|r| !(r.probe == "files" && only_created(r) && holds_another(r, &out)))
+        .collect();
+    out.into_iter()
+        .zip(keep)
+        .filter_map(|(r, k)| k.then_some(r))
+        .collect()
 }
 
 /// A layer name from the resource's last path part or host, unique among `taken`.

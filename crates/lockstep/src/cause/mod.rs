@@ -126,12 +126,19 @@ impl SourceSite {
 
     /// The sentence with where and how often: `... (3 reads, first at step 1)`.
     pub fn line(&self) -> String {
-        let reads = if self.count == 1 {
-            "1 read".to_string()
-        } else {
-            format!("{} reads", self.count)
+        let (one, many) = match self.kind.as_str() {
+            // Not a read: a finding about the process.
+            "hash_order" => return self.sentence(),
+            "shared_state" => ("1 call changed it", "calls changed it"),
+            "outside_world" => ("once", "times"),
+            _ => ("1 read", "reads"),
         };
-        format!("{} ({reads}, first at {})", self.sentence(), self.first)
+        let count = if self.count == 1 {
+            one.to_string()
+        } else {
+            format!("{} {many}", self.count)
+        };
+        format!("{} ({count}, first at {})", self.sentence(), self.first)
     }
 }
 
