@@ -100,8 +100,6 @@ steps, and the recorder's own work.
 """
 
 import contextlib
-import ctypes
-import datetime
 import importlib.util
 import io
 import json
@@ -110,7 +108,6 @@ import os
 import pickle
 import random
 import re
-import secrets
 import site
 import sys
 import sysconfig
@@ -118,7 +115,6 @@ import tempfile
 import threading
 import time
 import types
-import uuid
 
 from .attributes import attribute_state
 
@@ -238,6 +234,8 @@ def _aliases():
     """``(id(instance), code) -> "random.choice"``: the module-level names that are methods
     bound to a hidden instance (``random.choice`` is ``random._inst.choice``;
     ``secrets.choice`` is ``secrets._sysrand.choice``)."""
+    import secrets  # noqa: PLC0415 - the tables are built by the first tracer, not at import
+
     table = {}
     for module in (random, secrets):
         for name, value in vars(module).items():
@@ -247,7 +245,7 @@ def _aliases():
     return table
 
 
-_ALIASES = _aliases()
+_ALIASES = {}  # filled by _load_tables()
 
 
 def _function_name(frame):
@@ -305,6 +303,8 @@ def _c_sources():
     """Built-in functions that are sources, keyed by the function: a bound built-in method
     compares equal to any other binding of the same C function to the same object, so
     ``random._inst.random`` found through ``rng = random._inst; rng.random()`` matches too."""
+    import datetime  # noqa: PLC0415 - see _load_tables
+
     table = {}
 
     def add(kind, owner, names, what, prefix, direct=False):
@@ -324,11 +324,11 @@ def _c_sources():
     return table
 
 
-_C_SOURCES = _c_sources()
+_C_SOURCES = {}  # filled by _load_tables()
 _RANDOM_INIT = random.Random.__init__.__code__
 _RANDOM_SEED = random.Random.seed.__code__
 _SYSTEM_GETRANDBITS = random.SystemRandom.getrandbits.__code__
-_UUID1 = uuid.uuid1.__code__
+_UUID1 = None  # uuid.uuid1's code, from _load_tables()
 #: The bits numpy's SeedSequence asks ``secrets.randbits`` for when it has no entropy.
 _NUMPY_ENTROPY_BITS = 128
 
@@ -356,7 +356,7 @@ def _covered(frame):
     return True  # uuid1, Space.seed
 
 
-_COVERING = {_SYSTEM_GETRANDBITS, _UUID1}
+_COVERING = {_SYSTEM_GETRANDBITS}
 
 
 def _walk(frame, stop):
@@ -395,6 +395,8 @@ class _NumpyGlobal:
 
     @staticmethod
     def _find_aug_span(klass):
+        import ctypes  # noqa: PLC0415 - only a tracer of an env that imported numpy needs it
+
         try:
             probe = klass(0)
             state = probe.get_state(legacy=False)
@@ -413,6 +415,8 @@ class _NumpyGlobal:
             return None
 
     def _attach(self, rand):
+        import ctypes  # noqa: PLC0415
+
         self._rand = rand
         self._bitgen = rand._bit_generator
         self._mt = self._aug = None
@@ -587,8 +591,23 @@ def _on_uuid1(run, frame):
 _PY_SOURCES = {
     _RANDOM_SEED: _on_random_seed,
     _SYSTEM_GETRANDBITS: _on_system_getrandbits,
-    _UUID1: _on_uuid1,
 }
+
+
+def _load_tables():
+    """Builds the tables of sources that need modules an env may never import (uuid,
+    secrets, datetime): by the first tracer, so that importing this module (every adapter
+    child does, for the effects recorder) stays cheap."""
+    global _UUID1
+    if _UUID1 is not None:
+        return
+    import uuid  # noqa: PLC0415
+
+    _ALIASES.update(_aliases())
+    _C_SOURCES.update(_c_sources())
+    _PY_SOURCES[uuid.uuid1.__code__] = _on_uuid1
+    _COVERING.add(uuid.uuid1.__code__)
+    _UUID1 = uuid.uuid1.__code__
 
 
 def _watch_spaces():
@@ -630,6 +649,7 @@ class SourceTracer:
         self._step = 0
         self._modules = ()
         self._modules_seen = -1
+        _load_tables()
         effects_recorder()  # the audit hook, through which the outside world is seen
 
     def call(self, phase, fn, *args, **kwargs):
@@ -946,6 +966,14 @@ class EffectsRecorder:
         ("make", "reset" or "step"). Nestable; the innermost phase names an effect."""
         return _During(phase)
 
+    def watch(self, code, phase_of):
+        """Effects inside a frame running ``code`` are recorded as ``phase_of(frame)`` (a
+        phase, or ``None``: not one): :meth:`during` at no cost per call. The adapter's
+        request function is watched, so its every reset and step costs nothing more; only an
+        audited event (a file opened, a connection) looks up the stack for such a frame."""
+        with self._lock:
+            _WATCHED[code] = phase_of
+
     def mark(self):
         """The position now in the process-wide list of effects."""
         with self._lock:
@@ -985,6 +1013,9 @@ class EffectsRecorder:
             )
 
 
+#: Code objects whose frames are phases (:meth:`EffectsRecorder.watch`).
+_WATCHED = {}
+
 _recorder = None
 _recorder_lock = threading.Lock()
 
@@ -994,6 +1025,8 @@ def effects_recorder():
     cannot be removed: it returns at once unless a phase or a traced call is active on its
     thread)."""
     global _recorder
+    if _recorder is not None:
+        return _recorder
     with _recorder_lock:
         if _recorder is None:
             tempfile.gettempdir()  # found now: finding it writes probe files
@@ -1005,29 +1038,47 @@ def effects_recorder():
 
 def _audit(event, args):
     try:
-        if not _state.active or _state.busy:
-            return
         handler = _AUDIT.get(event)
         if handler is None:
             return
-        _state.busy = True
+        state = _state
+        if state.busy:
+            return
+        state.busy = True
         try:
             frame = sys._getframe(1)
+            entered = state.phases[-1] if state.phases else _watched_phase(frame)
+            if entered is None and state.tracer is None:
+                return
             effect = handler(args, frame)
             if effect is not None:
-                _effect(effect, frame)
+                _effect(effect, frame, entered)
         finally:
-            _state.busy = False
+            state.busy = False
     except BaseException:  # noqa: BLE001 - an audit hook that raises breaks the env's call
         pass
 
 
-def _effect(effect, frame):
+def _watched_phase(frame):
+    """``(phase, frame)`` of the innermost watched frame above ``frame``, or ``None``."""
+    if not _WATCHED:
+        return None
+    f = frame
+    while f is not None:
+        phase_of = _WATCHED.get(f.f_code)
+        if phase_of is not None:
+            phase = phase_of(f)
+            return (phase, f) if phase in PHASES_RECORDED else None
+        f = f.f_back
+    return None
+
+
+def _effect(effect, frame, entered):
     kind, target, path = effect
     if kind not in ("http", "socket"):
         _state.net = None
-    if _state.phases:
-        phase, boundary = _state.phases[-1]
+    if entered is not None:
+        phase, boundary = entered
         site = _effect_site(frame, boundary)
         if site is not None:
             _recorder._record(phase, kind, target, path, site)

@@ -364,14 +364,15 @@ def answer(served, op, request, effects_since=0):
     instance: the reply text without its id. Every reset and step is watched by the effects
     recorder; while the tracer is on, each runs under it too."""
     if op in ("step", "reset"):
-        with causes.effects_recorder().during(op):
-            if op == "step":
-                call, args = served.step, (request["actions"],)
-            else:
-                call, args = served.reset, (request["seed"], request.get("options"))
-            if served.tracer is None:
-                return call(*args)
-            return served.tracer.call(op, call, *args)
+        if op == "step":
+            call, args = served.step, (request["actions"],)
+        else:
+            call, args = served.reset, (request["seed"], request.get("options"))
+        # Effects inside are recorded as this op's (the recorder watches this function's
+        # frames: see _watch_requests), at no cost per call.
+        if served.tracer is None:
+            return call(*args)
+        return served.tracer.call(op, call, *args)
     if op == "state":
         return '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
     if op == "trace":
@@ -389,6 +390,12 @@ def answer(served, op, request, effects_since=0):
         found = causes.effects_recorder().since(effects_since)
         return '{"ok":true,"effects":' + wire.dumps(wire.to_json(found)) + "}"
     raise ValueError(f"unknown op {op!r}")
+
+
+def _request_phase(frame):
+    """The phase of an :func:`answer` frame: its ``op`` when a reset or a step."""
+    op = frame.f_locals.get("op")
+    return op if op in ("reset", "step") else None
 
 
 def watched_make(make):
@@ -559,3 +566,6 @@ def _fork(pool, sender):
     if pid == 0:
         pool.after_fork()
     return pid
+
+
+causes.effects_recorder().watch(answer.__code__, _request_phase)

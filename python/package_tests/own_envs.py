@@ -32,3 +32,26 @@ def forgetful():
 
 def honest():
     return Walk(forget=False)
+
+
+def global_rng_walker():
+    """The adapter's walker whose step noise comes from numpy's global RNG (issue 27)."""
+    from lockstep_adapter import testing
+
+    return testing.walker("global_rng")
+
+
+def home_cache_walker():
+    """The walker that caches its first layout under ``$XDG_CACHE_HOME`` (issue 27)."""
+    from lockstep_adapter import testing
+
+    return testing.walker("home_cache")
+
+
+def twin():
+    """webtask's Python twin, its partial reset, its data under ``$LOCKSTEP_TWIN_DATA``."""
+    import os
+
+    from lockstep_adapter import webtwin
+
+    return webtwin.make(data=os.environ["LOCKSTEP_TWIN_DATA"], reset="partial")

@@ -202,3 +202,49 @@ def test_seed_spaces_flag_is_in_the_handshake_config():
     assert served.handshake()["config"]["seed_spaces"] is True
     plain = cli.make_served(cli.parse_args(["gymnasium", "CartPole-v1"]))
     assert plain.seed_spaces is False and "seed_spaces" not in plain.handshake()["config"]
+
+
+def walker_served(bug):
+    def make():
+        return server.GymnasiumServed(testing.walker(bug), "walker", {"bug": bug})
+
+    return make
+
+
+def test_the_tracer_ops_name_the_line_and_the_effects(tmp_path, monkeypatch):
+    """Issue 27: the handshake offers the tracer; ``trace`` switches it on, ``sources`` drains
+    the reads with their env line, ``effects`` lists what the process touched."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    code, lines = run(
+        walker_served("wall_clock"),
+        [
+            {"id": 1, "op": "trace", "on": True},
+            {"id": 2, "op": "reset", "seed": 3, "options": None},
+            {"id": 3, "op": "step", "actions": {"agent": 1}},
+            {"id": 4, "op": "sources"},
+            {"id": 5, "op": "sources"},
+            {"id": 6, "op": "trace", "on": "yes"},
+            {"id": 7, "op": "effects"},
+        ],
+    )
+    assert code == 0
+    assert lines[0]["tracer"] is True
+    assert lines[1] == {"id": 1, "ok": True}
+    reads = lines[4]["sources"]
+    clock = [r for r in reads if r["kind"] == "clock"]
+    assert clock and clock[0]["source"] == "time.time()" and clock[0]["step"] == 1, reads
+    assert clock[0]["file"].endswith("testing.py") and clock[0]["function"] == "step"
+    assert lines[5]["sources"] == [], "drained"
+    assert lines[6]["ok"] is False and "trace needs" in lines[6]["error"]
+    assert lines[7]["ok"] is True and isinstance(lines[7]["effects"], list)
+
+
+def test_effects_name_a_file_written_during_reset(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    code, lines = run(
+        walker_served("home_cache"),
+        [{"id": 1, "op": "reset", "seed": 3, "options": None}, {"id": 2, "op": "effects"}],
+    )
+    assert code == 0
+    writes = [e for e in lines[2]["effects"] if e["kind"] == "file_write"]
+    assert any(e["path"] == str(tmp_path / "lockstep-walker" / "layout.txt") and e["phase"] == "reset" for e in writes), lines[2]

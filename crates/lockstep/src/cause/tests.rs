@@ -98,7 +98,7 @@ fn a_shared_state_change_is_shown_before_and_after() {
     let s = sites(CheckKind::Interleaved, &[r], 0);
     assert_eq!(s[0].change.as_deref(), Some("{} -> {\"layout\": 684}"));
     assert!(
-        s[0].line().ends_with("(1 read, first at reset)"),
+        s[0].line().ends_with("(1 call changed it, first at reset)"),
         "{}",
         s[0].line()
     );

@@ -506,6 +506,42 @@ mod tests {
     }
 
     #[test]
+    fn a_cause_and_an_effect_warning_are_on_the_page() {
+        let mut failing = trial("a-env", 1, true, false);
+        let site = crate::cause::SourceSite {
+            kind: "clock".into(),
+            source: "time.time()".into(),
+            via: None,
+            what: "a clock".into(),
+            site: Some("envs/grid.py:42".into()),
+            function: Some("step".into()),
+            first: "step 1".into(),
+            count: 2,
+            at_divergence: true,
+            change: None,
+        };
+        failing.checks[0].cause = Some(crate::cause::Cause {
+            headline: format!("cause: {}", site.sentence()),
+            sources: vec![site],
+            traced: "seed 1 re-run".into(),
+        });
+        if let Some(a) = failing.audit.as_mut() {
+            a.warnings = vec!["the env wrote ~/.cache/x during reset".into()];
+        }
+        let report = Report::assemble(sample_params(), None, vec![failing], vec![]);
+        let html = render_html_with(&report, &|_, _| None);
+        assert!(
+            html.contains("<li>cause: envs/grid.py:42 in step: time.time(), a clock (2 reads, first at step 1)</li>"),
+            "{html}"
+        );
+        assert!(html.contains("id=\"effects\""), "{html}");
+        assert!(
+            html.contains("<code>a-env</code> (seed 1): the env wrote ~/.cache/x during reset"),
+            "{html}"
+        );
+    }
+
+    #[test]
     fn text_is_escaped() {
         assert_eq!(
             esc("<a href=\"x\">&'"),
