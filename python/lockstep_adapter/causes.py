@@ -9,7 +9,9 @@ user still has to find which of their lines made it. This module names that line
   world outside the process, state shared through a module or a class) with the env line that
   made it. Nothing is installed while no call is traced: an env served normally pays nothing.
 - :func:`effects_recorder` (always on, cheap): one audit hook (``sys.addaudithook``) that,
-  while a phase is active on the thread (:meth:`EffectsRecorder.during`), records what the env
+  inside a phase (:meth:`EffectsRecorder.during`, or a frame of a function registered with
+  :meth:`EffectsRecorder.watch`: the adapter's request function, so that a reset or step pays
+  nothing and only an audited event looks up the stack), records what the env
   touched outside itself: files read, written, deleted, renamed, directories made, SQLite
   databases, sockets, HTTP, subprocesses. A cache in ``~/.cache`` that a later process reads
   back is the cause the leftover check finds; this is how it is named.
