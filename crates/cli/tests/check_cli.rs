@@ -860,3 +860,46 @@ fn a_budget_cuts_the_plan_and_says_what_it_cut() {
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["params"]["seeds"], serde_json::json!([0, 1]));
 }
+
+/// Issue 27's report fields (a cause; effects and their warnings) are in the schema.
+#[test]
+fn reports_with_a_cause_and_effects_validate() {
+    let python_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python");
+    for bug in ["home_cache", "global_rng"] {
+        let out = out_dir(&format!("causes-{bug}"));
+        let kwargs = format!("{{\"bug\": \"{bug}\"}}");
+        let py = python();
+        let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args([
+                "check",
+                "--seeds",
+                "1",
+                "--steps",
+                "8",
+                "--checks",
+                "interleaved",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .args(["--cmd", "--", &py, "-m", "lockstep_adapter", "factory"])
+            .args(["lockstep_adapter.testing:walker", "--kwargs", &kwargs])
+            .env("PYTHONPATH", &python_dir)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+        assert!(text.contains("\"cause\":"), "{bug}: {text}");
+        if bug == "home_cache" {
+            assert!(
+                text.contains("\"effects\":") && text.contains("\"warnings\":"),
+                "{text}"
+            );
+        }
+        assert_valid_report(&out.join("report.json"));
+    }
+}
