@@ -8,6 +8,37 @@ import sys
 from . import server, vector
 
 
+def _register_namespace(env_id):
+    """Imports the module that registers ``env_id``'s namespace when Gymnasium does not know it
+    yet: ``browsergym/miniwob.click-test`` is registered by importing ``browsergym.miniwob``,
+    which nothing imports unless the id says ``browsergym.miniwob:browsergym/miniwob.click-test``.
+    Tries ``NS.FIRST`` (the id's first dotted part) then ``NS``; when neither registers it, the
+    error names the ``module:id`` form."""
+    if ":" in env_id or "/" not in env_id:
+        return
+    import gymnasium
+
+    namespace, name = env_id.split("/", 1)
+    if namespace in {spec.namespace for spec in gymnasium.registry.values()}:
+        return
+    candidates = ([f"{namespace}.{name.split('.', 1)[0]}"] if "." in name else []) + [namespace]
+    tried = []
+    for module in candidates:
+        try:
+            importlib.import_module(module.replace("-", "_"))
+        except ImportError as exc:
+            tried.append(f"{module} ({exc})")
+            continue
+        if namespace in {spec.namespace for spec in gymnasium.registry.values()}:
+            return
+        tried.append(f"{module} (imported, registered nothing in {namespace!r})")
+    raise ValueError(
+        f"gymnasium id {env_id!r}: namespace {namespace!r} is not registered, and importing "
+        f"{' or '.join(tried)} did not register it; name the module that registers it as "
+        f"MODULE:{env_id} (e.g. {candidates[0]}:{env_id})"
+    )
+
+
 def _load(spec):
     """``module:attr`` -> the object."""
     module, sep, attr = spec.partition(":")
@@ -93,6 +124,8 @@ def _make_served(args):
         "exclude": [f for f in args.exclude.split(",") if f],
     }
     config = {"adapter": args.kind, "target": args.target, "kwargs": kwargs}
+    if args.kind in ("gymnasium", "gymnasium-vector"):
+        _register_namespace(args.target)
     if args.kind == "gymnasium":
         import gymnasium
 

@@ -182,12 +182,60 @@ def _bound(x):
     return "Infinity" if x > 0 else ("-Infinity" if x < 0 else "NaN")
 
 
+#: Gymnasium's space classes the adapter knows, by name; a subclass is its base's kind.
+_GYMNASIUM_KINDS = ("Discrete", "MultiDiscrete", "MultiBinary", "Box", "Text", "Tuple", "Dict", "Sequence")
+
+#: Spaces of other libraries the adapter knows by name, matched anywhere in a class's bases:
+#: MiniGrid's ``MissionSpace`` (a string), BrowserGym's ``AnyDict`` and ``Anything`` (any JSON)
+#: and ``AnyBox`` (an array of any shape).
+_OTHER_KINDS = ("MissionSpace", "AnyDict", "Anything", "AnyBox")
+
+
 def _space_kind(space):
+    """The kind of ``space`` by its class and bases, as ``isinstance`` would say: BrowserGym's
+    ``Unicode`` (a ``Text``) is ``Text``, BabyAI's subclass of ``MissionSpace`` is
+    ``MissionSpace``; an unknown class is its own name."""
+    for klass in type(space).__mro__:
+        name = klass.__name__
+        if name in _OTHER_KINDS:
+            return name
+        if name in _GYMNASIUM_KINDS and klass.__module__.startswith("gymnasium.spaces"):
+            return name
     return type(space).__name__
 
 
 #: Spaces an element of a ``Sequence`` observation may have at a leaf: arrays that stack.
 _STACKABLE = ("Discrete", "MultiDiscrete", "MultiBinary", "Box")
+
+#: Spaces whose values travel as their canonical JSON: what has no array shape.
+_JSON_KINDS = ("AnyDict", "Anything")
+
+#: A Text longer than this (4 bytes a character) is declared with no length: BrowserGym's
+#: ``Unicode`` allows 2**32 - 1 characters, too many bounds to list. Observation spaces are
+#: informative (the arrays say their own shapes), and bounded Texts keep their declaration.
+_TEXT_DECLARED_MAX = 1 << 16
+
+
+def _all_stackable(space):
+    """Whether every leaf of ``space`` (through Tuple and Dict) is an array that stacks."""
+    kind = _space_kind(space)
+    if kind == "Dict":
+        return all(_all_stackable(sub) for sub in space.spaces.values())
+    if kind == "Tuple":
+        return all(_all_stackable(sub) for sub in space.spaces)
+    return kind in _STACKABLE
+
+
+class JsonLeaf:
+    """One observation key whose value has no array form (BrowserGym's ``AnyDict``, a Sequence
+    of chat messages): it travels as the UTF-8 bytes of its canonical JSON (:func:`dumps` of
+    :func:`to_json`), a ``uint8`` array, so a difference shows in the trace and the report
+    shows the text."""
+
+    __slots__ = ("space",)
+
+    def __init__(self, space):
+        self.space = space
 
 
 class SequenceLeaf:
@@ -215,6 +263,8 @@ def declare_space(space):
     Box, and Tuple, Dict and Sequence of those), or of a :class:`SequenceLeaf`."""
     if isinstance(space, SequenceLeaf):
         return {"type": "sequence", "space": declare_space(space.space)}
+    if isinstance(space, JsonLeaf):
+        return {"type": "box", "dtype": "uint8", "shape": [0], "low": [], "high": []}
     kind = _space_kind(space)
     if kind == "Discrete":
         return {"type": "discrete", "n": int(space.n), "start": int(space.start)}
@@ -231,9 +281,17 @@ def declare_space(space):
             "low": [_bound(x) for x in np.asarray(space.low, dtype=np.float64).ravel()],
             "high": [_bound(x) for x in np.asarray(space.high, dtype=np.float64).ravel()],
         }
+    if kind == "AnyBox":
+        # Any shape (a dimension of -1 is free): declared with the dtype, no bounds listed.
+        shape = [max(int(n), 0) for n in (space.shape or ())]
+        n = int(np.prod(shape)) if shape else 1
+        dtype = wire_array(np.zeros((), dtype=space.dtype)).dtype.name
+        return {"type": "box", "dtype": dtype, "shape": shape, "low": ["-Infinity"] * n, "high": ["Infinity"] * n}
     if kind in ("Text", "MissionSpace"):
         # A string observation travels as its UTF-8 bytes (at most 4 per character).
         n = 4 * int(getattr(space, "max_length", 0) or 0)
+        if n > _TEXT_DECLARED_MAX:
+            n = 0
         return {"type": "box", "dtype": "uint8", "shape": [n], "low": [0] * n, "high": [255] * n}
     if kind == "Tuple":
         return {"type": "tuple", "spaces": [declare_space(sub) for sub in space.spaces]}
@@ -256,7 +314,9 @@ def observation_keys(space):
 
     def walk(prefix, path, sp, seq):
         kind = _space_kind(sp)
-        if kind == "Dict":
+        if seq is None and (kind in _JSON_KINDS or (kind == "Sequence" and not _all_stackable(sp.feature_space))):
+            out[prefix or "obs"] = JsonLeaf(sp)
+        elif kind == "Dict":
             for k, sub in sp.spaces.items():
                 walk(f"{prefix}/{k}" if prefix else str(k), path + [k], sub, seq)
         elif kind == "Tuple":
@@ -314,6 +374,7 @@ class ObservationEncoder:
         )
         self.discrete = {k for k, sp in self.leaves.items() if _space_kind(sp) == "Discrete"}
         self.text = {k for k, sp in self.leaves.items() if _space_kind(sp) in ("Text", "MissionSpace")}
+        self.json = {k for k, sp in self.leaves.items() if isinstance(sp, JsonLeaf)}
         self.sequence = {k: sp for k, sp in self.leaves.items() if isinstance(sp, SequenceLeaf)}
 
     def _leaf(self, key, value):
@@ -322,6 +383,9 @@ class ObservationEncoder:
         if key in self.text:
             # The string's UTF-8 bytes, shape [n]: a changed mission shows in the trace.
             return np.frombuffer(str(value).encode("utf-8"), dtype=np.uint8)
+        if key in self.json:
+            text = json.dumps(to_json(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
+            return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
         return value
 
     def encode(self, obs):

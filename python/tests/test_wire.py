@@ -128,11 +128,14 @@ def test_sequence_observations_stack_their_elements_along_a_first_axis():
     out = {k: wire.decode_array(v) for k, v in json.loads(enc.encode(empty)).items()}
     assert (out["seq/p"].shape, out["seq/p"].dtype) == ((0, 2), np.float32)
     assert (out["seq/k"].shape, out["stacked"].shape) == ((0,), (0, 2))
-    # Elements that cannot stack are refused at the handshake, naming the key.
-    with pytest.raises(wire.WireError, match="Sequence of Text.*'m'"):
-        wire.observation_keys(spaces.Dict({"m": spaces.Sequence(spaces.Text(4))}))
-    with pytest.raises(wire.WireError, match="Sequence inside a Sequence"):
-        wire.observation_keys(spaces.Sequence(spaces.Sequence(spaces.Discrete(2))))
+    # Elements that cannot stack (text, a sequence) travel as the sequence's canonical JSON
+    # (issue 30: BrowserGym's chat messages are a Sequence of Dicts of text).
+    texts = wire.observation_keys(spaces.Dict({"m": spaces.Sequence(spaces.Text(4))}))
+    assert isinstance(texts["m"], wire.JsonLeaf)
+    nested = wire.observation_keys(spaces.Sequence(spaces.Sequence(spaces.Discrete(2))))
+    assert isinstance(nested["obs"], wire.JsonLeaf)
+    enc = wire.ObservationEncoder(spaces.Sequence(spaces.Sequence(spaces.Discrete(2))))
+    assert wire.decode_array(json.loads(enc.encode(((1, 0), ())))["obs"]).tobytes() == b"[[1,0],[]]"
 
 
 def test_observation_keys_flatten_dicts_and_tuples():
