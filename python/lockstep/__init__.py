@@ -71,6 +71,7 @@ def check(
     rollouts: Optional[int] = None,
     seedless: bool = False,
     budget=None,
+    policy=None,
 ) -> Report:
     """Runs ``lockstep check`` on a Python env, in this process: the reset-contract audit and
     the replay checks, with the CLI's verdicts and report.
@@ -94,9 +95,12 @@ def check(
     same-seed rollouts), ``seedless`` (``--seedless``: the env has no randomness) and
     ``budget`` (``--budget``: seconds, a ``timedelta`` or a string such as ``"2m"``; the plan
     is measured and cut to fit, docs/check.md, and ``report.data["params"]["budget"]`` says
-    what was cut).
+    what was cut). ``policy`` (the adapter's ``--policy``) chooses a single-agent env's actions
+    where a random sample means nothing (text): ``policy(observation, rng)``, ``rng`` a numpy
+    ``Generator`` seeded from the reset's seed; a ``"module:function"`` string or a
+    module-level function (the fresh-process checks import it by name).
     """
-    source = _resolve(env, contract)
+    source = _resolve(env, contract, policy)
     wanted = list(CHECKS if checks is None else checks)
     for name in wanted:
         if name not in CHECKS + OPTIONAL_CHECKS:

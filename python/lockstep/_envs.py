@@ -99,12 +99,12 @@ class InProcess:
         return ""
 
 
-def _served(env, env_id, config, contract):
+def _served(env, env_id, config, contract, driver=None):
     from lockstep_adapter import server
 
     env = as_parallel(env)
     cls = server.ParallelServed if hasattr(env, "possible_agents") else server.GymnasiumServed
-    return cls(env, env_id, config, None, None, contract)
+    return cls(env, env_id, config, None, None, contract, driver=driver)
 
 
 @dataclass
@@ -118,13 +118,20 @@ class Source:
     config: dict
     contract: Optional[dict] = None
     child_env: List[Tuple[str, str]] = field(default_factory=list)
+    #: ``(name, function)`` of the policy that chooses the actions (``lockstep.check(policy=)``).
+    policy: Optional[Tuple[str, Callable]] = None
 
     def make(self):
         from lockstep_adapter import causes, server
 
         since = causes.effects_recorder().mark()
         env = server.watched_make(self.make_env)
-        return InProcess(_served(env, self.env_id, self.config, self.contract), since)
+        driver = None
+        if self.policy is not None:
+            from lockstep_adapter import drivers
+
+            driver = drivers.PolicyDriver(*self.policy)
+        return InProcess(_served(env, self.env_id, self.config, self.contract, driver), since)
 
 
 def _importable_name(fn):
@@ -148,8 +155,30 @@ def _importable_name(fn):
     return f"{module}:{qualname}", None
 
 
-def resolve(env, contract=None):
-    """The :class:`Source` of ``env`` (see the module doc)."""
+def _policy(policy):
+    """``(name, function)`` of a policy given as ``"module:function"`` or as a function a fresh
+    interpreter can import by name (the fresh-process checks drive it there)."""
+    if policy is None:
+        return None
+    if isinstance(policy, str):
+        return policy, _load(policy)
+    name, why = _importable_name(policy)
+    if name is None:
+        raise ConfigError(f"policy: {why}; give a module-level function or a 'module:function' string")
+    return name, policy
+
+
+def resolve(env, contract=None, policy=None):
+    """The :class:`Source` of ``env`` (see the module doc), driven by ``policy`` when given."""
+    source = _resolve(env, contract)
+    source.policy = _policy(policy)
+    if source.policy is not None:
+        if source.argv is not None:
+            source.argv = source.argv + ["--policy", source.policy[0]]
+    return source
+
+
+def _resolve(env, contract=None):
     contract_args = ["--contract", json.dumps(contract)] if contract else []
     child_env = [("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))]
     if isinstance(env, str):

@@ -134,7 +134,7 @@ def _failure(trial, what, text, replay):
     )
 
 
-def replay_call(env_expr: str, steps: int, contract: Optional[dict], note: str = "") -> Callable:
+def replay_call(env_expr: str, steps: int, contract: Optional[dict], note: str = "", policy: Optional[str] = None) -> Callable:
     """``replay(env, seed, checks)``: the ``lockstep.check`` call re-running one trial's
     failed checks (with no check named, every check of that seed, as the CLI's replay of a
     reset-contract failure)."""
@@ -145,6 +145,8 @@ def replay_call(env_expr: str, steps: int, contract: Optional[dict], note: str =
             args.append(f"checks={list(checks)!r}")
         if contract:
             args.append(f"contract={contract!r}")
+        if policy:
+            args.append(f"policy={policy!r}")
         return f"lockstep.check({', '.join(args)})" + note
 
     return replay
@@ -185,12 +187,13 @@ def replay_for(env, source, steps: int, contract: Optional[dict]) -> Callable:
     """:func:`replay_call` of ``env`` as :func:`lockstep.check` was given it (``source`` its
     resolved form): a string, or the name a fresh interpreter imports a callable by; a callable
     without one by its own name in the caller's code, a lambda by a placeholder said as one."""
+    policy = source.policy[0] if source.policy else None
     if isinstance(env, str) or source.argv is not None:
-        return replay_call(repr(source.env_id), steps, contract)
+        return replay_call(repr(source.env_id), steps, contract, policy=policy)
     name = source.env_id.rpartition("<locals>.")[2]
     if all(part.isidentifier() for part in name.split(".")):
-        return replay_call(name, steps, contract)
-    return replay_call("make_env", steps, contract, f"  # make_env: the {name} given to lockstep.check")
+        return replay_call(name, steps, contract, policy=policy)
+    return replay_call("make_env", steps, contract, f"  # make_env: the {name} given to lockstep.check", policy)
 
 
 class Report(str):

@@ -3,9 +3,10 @@
 import argparse
 import importlib
 import json
+import os
 import sys
 
-from . import server, vector
+from . import drivers, server, vector
 
 
 def _register_namespace(env_id):
@@ -76,6 +77,12 @@ def parse_args(argv):
         "(the reference of lockstep's vector check, which adds this flag itself)",
     )
     p.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the env")
+    p.add_argument(
+        "--policy",
+        help="module:function(observation, rng) returning each action, for action spaces where a random "
+        "sample means nothing (text); rng is a numpy Generator seeded from the reset's seed",
+    )
+    p.add_argument("--actions", help="a JSON-lines file: line k is the action of step k")
     p.add_argument("--state", help="module:function(env) returning the contracted state (a dict)")
     p.add_argument("--fields", default="", help="comma-separated state fields: attributes of the unwrapped env read by the default state, or the declared fields of --state")
     p.add_argument("--contract", help='JSON {"name", "version", "fields"} overriding the declared reset contract')
@@ -123,6 +130,12 @@ def _make_served(args):
         "contract": contract,
         "exclude": [f for f in args.exclude.split(",") if f],
     }
+    if args.policy and args.actions:
+        raise ValueError("give --policy or --actions, not both")
+    if args.policy:
+        opts["driver"] = drivers.PolicyDriver(args.policy, _load(args.policy))
+    elif args.actions:
+        opts["driver"] = drivers.ScriptDriver(os.path.abspath(args.actions))
     config = {"adapter": args.kind, "target": args.target, "kwargs": kwargs}
     if args.kind in ("gymnasium", "gymnasium-vector"):
         _register_namespace(args.target)

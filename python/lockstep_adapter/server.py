@@ -12,7 +12,7 @@ import sys
 import traceback
 import warnings
 
-from . import attributes, causes, instances, wire
+from . import attributes, causes, drivers, instances, wire
 from .wire import PROTOCOL, PROTOCOL_V2
 
 
@@ -40,8 +40,14 @@ class Served:
 
     kind = ""
 
-    def __init__(self, env, env_id, config, fields=None, state_fn=None, contract=None, exclude=()):
+    def __init__(self, env, env_id, config, fields=None, state_fn=None, contract=None, exclude=(), driver=None):
         self.env = env
+        # A policy or an action script (:mod:`.drivers`) in place of lockstep's sampled actions.
+        self.driver = driver
+        if driver is not None:
+            if self.kind != "gymnasium":
+                raise ValueError("--policy and --actions drive a single-agent Gymnasium env")
+            config = dict(config or {}, **driver.config())
         self.env_id = env_id
         self.config = config
         self.fields = list(fields or [])
@@ -72,11 +78,14 @@ class Served:
                     wire.declare_space(leaf)
             except wire.WireError as exc:
                 raise wire.WireError(f"agent {a!r}: observation: {exc}") from None
+            if driver is not None:
+                continue  # its actions come from the driver, whatever the space
             try:
                 self.action_decoders[a] = wire.ActionDecoder(self.action_spaces[a])
                 wire.declare_space(self.action_spaces[a])
             except wire.WireError as exc:
-                raise wire.WireError(f"agent {a!r}: action: {exc}") from None
+                hint = " (a text action space needs --policy MODULE:FUNCTION or --actions FILE)" if wire._space_kind(self.action_spaces[a]) == "Text" else ""
+                raise wire.WireError(f"agent {a!r}: action: {exc}{hint}") from None
         self.agent_names = {a: json.dumps(a) for a in self.agents}
         # The source tracer (:mod:`.causes`), on only while lockstep asks: it re-runs a failed
         # scenario with it to name the line of the env's code that read a nondeterministic
@@ -129,7 +138,7 @@ class Served:
             "agents": [
                 {
                     "name": a,
-                    "action_space": wire.declare_space(self.action_spaces[a]),
+                    "action_space": drivers.PLACEHOLDER_SPACE if self.driver is not None else wire.declare_space(self.action_spaces[a]),
                     "observation_space": {
                         k: wire.declare_space(sp) for k, sp in sorted(wire.observation_keys(self.obs_spaces[a]).items())
                     },
@@ -244,17 +253,29 @@ class GymnasiumServed(Served):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._decode = self.action_decoders[self.AGENT].decode
+        if self.driver is None:
+            self._decode = self.action_decoders[self.AGENT].decode
+        else:
+            self._decode = self._driven
         self._encode = self.obs_encoders[self.AGENT].encode
+        self._last_obs = None
+
+    def _driven(self, _placeholder):
+        return self.driver.action(self._last_obs)
 
     def reset(self, seed, options):
         obs, info = self.env.reset(seed=seed, options=options or None)
         self._seed_action_spaces(seed)
+        if self.driver is not None:
+            self.driver.reset(seed, self.AGENT)
+            self._last_obs = obs
         return self.transition({self.AGENT: obs}, None, None, None, {self.AGENT: info}, self.agents)
 
     def step(self, actions):
         # The hot path of a single-agent env: one string build, no per-step dicts.
         obs, reward, terminated, truncated, info = self.env.step(self._decode(actions[self.AGENT]))
+        if self.driver is not None:
+            self._last_obs = obs
         return (
             '{"ok":true,"agents":{"agent":{"obs":'
             + self._encode(obs)

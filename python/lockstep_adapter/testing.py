@@ -361,6 +361,84 @@ class Courier(gymnasium.Env):
         return self._obs(), reward, False, self.t >= self.horizon, {"parcels": len(self.parcels)}
 
 
+class AnyDict(spaces.Space):
+    """BrowserGym's ``AnyDict`` (any dict), defined here so that no browsergym is needed."""
+
+    def contains(self, x):
+        return isinstance(x, dict)
+
+
+class Clicker(gymnasium.Env):
+    """A web task's shape without a browser (issue 30): text actions (``click('b3')``, a
+    ``Text`` action space lockstep cannot sample: drive it with ``--policy`` or ``--actions``),
+    and BrowserGym's observations: a ``goal`` text, ``chat_messages`` (a Sequence of Dicts of
+    text), ``extra_element_properties`` (an ``AnyDict``). The target button is drawn from the
+    env's RNG at reset; a click on it ends the episode with reward 1. ``bug="clock"`` stamps
+    ``time.time()`` into each chat message, as BrowserGym does."""
+
+    metadata = {"render_modes": []}
+    BUTTONS = 5
+
+    def __init__(self, bug=None, horizon=8):
+        if bug not in (None, "clock"):
+            raise ValueError(f"unknown bug {bug!r} (known: clock)")
+        self.bug = bug
+        self.horizon = horizon
+        text = spaces.Text(max_length=2**16, charset="abcdefghijklmnopqrstuvwxyz0123456789()'_ ")
+        self.observation_space = spaces.Dict(
+            {
+                "goal": text,
+                "chat_messages": spaces.Sequence(spaces.Dict({"role": text, "message": text})),
+                "extra_element_properties": AnyDict(),
+            }
+        )
+        self.action_space = spaces.Text(max_length=64, charset="abcdefghijklmnopqrstuvwxyz0123456789()'_ ")
+        self.target = 0
+        self.t = 0
+        self.chat = []
+
+    def _obs(self):
+        props = {f"b{i}": {"visible": True, "clickable": i != self.target or self.t > 0} for i in range(self.BUTTONS)}
+        return {"goal": f"click button b{self.target}", "chat_messages": tuple(self.chat), "extra_element_properties": props}
+
+    def _say(self, role, message):
+        entry = {"role": role, "message": message}
+        if self.bug == "clock":
+            entry["timestamp"] = time.time()
+        self.chat.append(entry)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.target = int(self.np_random.integers(0, self.BUTTONS))
+        self.t = 0
+        self.chat = []
+        self._say("assistant", f"click button b{self.target}")
+        return self._obs(), {}
+
+    def step(self, action):
+        if not isinstance(action, str):
+            raise ValueError(f"clicker: a text action, got {action!r}")
+        self.t += 1
+        self._say("user", action)
+        hit = action == f"click('b{self.target}')"
+        return self._obs(), float(hit), hit, self.t >= self.horizon, {}
+
+
+def click_policy(obs, rng):
+    """A policy of its arguments only: a random button, from lockstep's generator."""
+    return f"click('b{int(rng.integers(0, Clicker.BUTTONS))}')"
+
+
+def impure_policy(obs, rng):
+    """A policy that reads the process-global RNG: not a function of its arguments."""
+    return f"click('b{random.randrange(Clicker.BUTTONS)}')"
+
+
+def clicker(bug=None, horizon=8):
+    """Factory of :class:`Clicker` (text actions, BrowserGym's observation shapes)."""
+    return Clicker(bug=bug, horizon=horizon)
+
+
 def courier(bug=None, horizon=40):
     """Factory of :class:`Courier` (Dict/Tuple/Sequence actions, Sequence observations)."""
     return Courier(bug=bug, horizon=horizon)

@@ -55,3 +55,10 @@ def twin():
     from lockstep_adapter import webtwin
 
     return webtwin.make(data=os.environ["LOCKSTEP_TWIN_DATA"], reset="partial")
+
+
+def clicker():
+    """A text-action env with BrowserGym's observation shapes (issue 30)."""
+    from lockstep_adapter import testing
+
+    return testing.clicker()

@@ -276,9 +276,15 @@ fn audit(
             (c, info)
         }
     };
+    let config = &env.spec().config;
+    let driver = ["policy", "actions"]
+        .iter()
+        .find_map(|k| config.get(k).map(|v| (k, v)))
+        .map(|(k, v)| serde_json::json!({ *k: json(v) }));
     let about = EnvAbout {
         env_id: env.spec().id.clone(),
         contract: info,
+        driver,
     };
     let record = audit_trial(env.as_mut(), &contract, seed, steps, &mut |_| Ok(()));
     // What the process touched while it was made and audited: asked before it closes.

@@ -49,6 +49,11 @@ pub struct EnvAbout {
     pub env_id: String,
     /// The reset contract the audit held the env to.
     pub contract: ContractInfo,
+    /// How its actions were chosen when not by lockstep's sampler: the adapter's `--policy`
+    /// (its name and source's SHA-256) or `--actions` (the file, its SHA-256, its steps), from
+    /// the handshake's `config`. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<serde_json::Value>,
 }
 
 /// A reset contract, as the report shows it.
@@ -273,6 +278,7 @@ mod tests {
 
     fn about(id: &str) -> EnvAbout {
         EnvAbout {
+            driver: None,
             env_id: id.into(),
             contract: ContractInfo {
                 name: "c".into(),

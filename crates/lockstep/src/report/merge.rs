@@ -249,6 +249,7 @@ mod tests {
     fn env_records_survive_a_merge_byte_for_byte() {
         use crate::report::{ContractInfo, EnvAbout};
         let about = |id: &str| EnvAbout {
+            driver: None,
             env_id: id.into(),
             contract: ContractInfo {
                 name: "c".into(),

@@ -216,6 +216,7 @@ mod tests {
         }];
         let mut t = trial("b-env", 5, true, true);
         t.about = Some(EnvAbout {
+            driver: None,
             env_id: "gymnasium:CartPole-v1".into(),
             contract: ContractInfo {
                 name: "cartpole".into(),
