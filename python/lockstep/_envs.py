@@ -122,9 +122,9 @@ class Source:
     policy: Optional[Tuple[str, Callable]] = None
 
     def make(self):
-        from lockstep_adapter import causes, server
+        from lockstep_adapter import server
 
-        since = causes.effects_recorder().mark()
+        since = server.record_effects().mark()
         env = server.watched_make(self.make_env)
         driver = None
         if self.policy is not None:

@@ -1129,9 +1129,12 @@ def _inside_rmtree(frame):
 
 
 def _absolute(path):
+    """The absolute path as text that JSON can carry: a name that is not UTF-8 (a byte the
+    file system allows) keeps its bytes as ``\\xff`` escapes instead of a lone surrogate."""
     if isinstance(path, int):
         return None
-    return os.path.abspath(os.fsdecode(path))
+    text = os.path.abspath(os.fsdecode(path))
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def display_path(path):
@@ -1207,10 +1210,7 @@ def _on_mkdir(args, frame):
 
 
 def _on_sqlite(args, frame):
-    database = args[0]
-    if isinstance(database, bytes):
-        database = os.fsdecode(database)
-    database = os.fspath(database) if not isinstance(database, str) else database
+    database = _text(args[0])
     if database in ("", ":memory:"):
         return None
     if database.startswith("file:"):
@@ -1221,10 +1221,35 @@ def _on_sqlite(args, frame):
     return ("sqlite", display_path(path), path)
 
 
+def _text(value):
+    """Text JSON can carry: a name that is not UTF-8 keeps its bytes as escapes."""
+    text = os.fsdecode(value) if isinstance(value, (bytes, os.PathLike)) else str(value)
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _is_ip(host):
+    import ipaddress  # noqa: PLC0415
+
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+def _covers(net, address):
+    """Whether the HTTP request just recorded (``net``: its host and port) is the one this
+    socket connect belongs to: the same port, and the same host unless the request named a
+    host that resolved to this address."""
+    host, port = net
+    return port == address[1] and (host == address[0] or not _is_ip(host))
+
+
 def _on_socket(args, frame):
     address = args[1] if len(args) > 1 else None
     if isinstance(address, tuple) and len(address) >= 2:
-        if _state.net is not None and _state.net == address[1]:
+        net, _state.net = _state.net, None
+        if net is not None and _covers(net, address):
             return None  # the connect of the HTTP request just recorded
         return ("socket", f"{address[0]}:{address[1]}", None)
     if isinstance(address, (str, bytes)):
@@ -1235,8 +1260,9 @@ def _on_socket(args, frame):
 
 def _on_http_connect(args, frame):
     connection, host, port = args[:3]
-    recorded = _state.net == port
-    _state.net = port
+    key = (str(host), port)
+    recorded = _state.net == key
+    _state.net = key
     if recorded:
         return None  # the urllib request just recorded
     scheme = "https" if "HTTPS" in type(connection).__name__ else "http"
@@ -1244,20 +1270,27 @@ def _on_http_connect(args, frame):
 
 
 def _on_urllib(args, frame):
+    """An HTTP request by URL, recorded as its endpoint (``scheme://host:port``): its path and
+    query (``/visit?seed=3``) are the request, not the service."""
     url = str(args[0])
     from urllib.parse import urlsplit  # noqa: PLC0415 - urllib is loaded when it is used
 
-    with contextlib.suppress(ValueError):
+    try:
         parts = urlsplit(url)
-        _state.net = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    return ("http", url, None)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return ("http", url, None)
+    if not parts.hostname:
+        return ("http", url, None)
+    _state.net = (parts.hostname, port)
+    return ("http", f"{parts.scheme}://{parts.hostname}:{port}", None)
 
 
 def _on_popen(args, frame):
     argv = args[1] if len(args) > 1 else args[0]
     if isinstance(argv, (str, bytes, os.PathLike)):
-        return ("subprocess", os.fsdecode(argv), None)
-    return ("subprocess", " ".join(os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv), None)
+        return ("subprocess", _text(argv), None)
+    return ("subprocess", " ".join(_text(a) for a in argv), None)
 
 
 def _on_system(args, frame):

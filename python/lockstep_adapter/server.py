@@ -408,6 +408,8 @@ def answer(served, op, request, effects_since=0):
     if op == "effects":
         # Process-wide: what every instance of this process touched since it started (or,
         # in a caller's process, since ``effects_since``).
+        if not effects_recorded():
+            return '{"ok":true,"effects":null}'
         found = causes.effects_recorder().since(effects_since)
         return '{"ok":true,"effects":' + wire.dumps(wire.to_json(found)) + "}"
     raise ValueError(f"unknown op {op!r}")
@@ -419,8 +421,34 @@ def _request_phase(frame):
     return op if op in ("reset", "step") else None
 
 
+#: Set by lockstep for the processes whose effects it reads (a trial's own child, `contract
+#: infer`): the audit hook is installed only there. Once installed it cannot be removed, and
+#: every audited event of the interpreter (each ``id()``, ``sys._getframe``, ``copy.deepcopy``'s
+#: many ``id()`` calls) then calls it, so the fresh processes of the other checks go without.
+EFFECTS_VAR = "LOCKSTEP_EFFECTS"
+
+_recording = False
+
+
+def record_effects():
+    """Installs the effects recorder and watches :func:`answer`'s frames: a reset or step it
+    answers is that phase, at no cost per call (only an audited event looks up the stack)."""
+    global _recording
+    if not _recording:
+        causes.effects_recorder().watch(answer.__code__, _request_phase)
+        _recording = True
+    return causes.effects_recorder()
+
+
+def effects_recorded():
+    return _recording
+
+
 def watched_make(make):
-    """``make()`` watched by the effects recorder: what building the env touches counts."""
+    """``make()`` watched by the effects recorder, when it records: what building the env
+    touches counts."""
+    if not _recording:
+        return make()
     with causes.effects_recorder().during("make"):
         return make()
 
@@ -441,6 +469,8 @@ def serve(make, out=None, inp=None):
     inp = inp if inp is not None else sys.stdin.buffer
     sender = instances.Sender(out)
 
+    if os.environ.get(EFFECTS_VAR) == "1":
+        record_effects()
     try:
         served = watched_make(make)
         hello = served.handshake()
@@ -588,5 +618,3 @@ def _fork(pool, sender):
         pool.after_fork()
     return pid
 
-
-causes.effects_recorder().watch(answer.__code__, _request_phase)

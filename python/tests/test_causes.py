@@ -405,7 +405,36 @@ def test_an_http_get_is_http_and_not_also_a_socket(recorder, monkeypatch):
         thread.join(10)
         server.server_close()
     (effect,) = recorder.since(mark)
-    assert (effect["kind"], effect["target"], effect["line"]) == ("http", url, line_of("http"))
+    # The endpoint, not the request's path and query: one service, however many requests.
+    endpoint = f"http://127.0.0.1:{server.server_port}"
+    assert (effect["kind"], effect["target"], effect["line"]) == ("http", endpoint, line_of("http"))
+
+
+def test_two_hosts_on_one_port_are_two_effects_and_a_later_raw_connect_is_seen(recorder):
+    """The HTTP connect's own socket is left out, not every later connect to that port."""
+    frame = sys._getframe()
+    with recorder.during("step"):
+        mark = recorder.mark()
+        # The events, as the interpreter raises them for two requests and a raw connect.
+        causes._audit("http.client.connect", (object(), "127.0.0.1", 9))
+        causes._audit("socket.connect", (None, ("127.0.0.1", 9)))
+        causes._audit("http.client.connect", (object(), "127.0.0.2", 9))
+        causes._audit("socket.connect", (None, ("127.0.0.2", 9)))
+        causes._audit("socket.connect", (None, ("10.0.0.1", 9)))
+    del frame
+    targets = [(e["kind"], e["target"]) for e in recorder.since(mark)]
+    assert targets == [("http", "http://127.0.0.1:9"), ("http", "http://127.0.0.2:9"), ("socket", "10.0.0.1:9")], targets
+
+
+def test_a_file_name_that_is_not_utf8_is_carried_as_escapes(recorder, tmp_path):
+    name = os.fsencode(str(tmp_path)) + b"/x\xff.txt"
+    mark = recorder.mark()
+    with recorder.during("reset"):
+        with open(name, "w") as f:
+            f.write("x")
+    (effect,) = [e for e in recorder.since(mark) if e["kind"] == "file_write"]
+    assert effect["path"].endswith("/x\\xff.txt"), effect
+    json.dumps(effect)  # no lone surrogate: the reply is JSON
 
 
 def test_a_raw_socket_connect_is_a_socket(recorder):
@@ -464,6 +493,11 @@ def test_repeats_are_counted_and_marks_separate(recorder, tmp_path):
 
 def test_the_oldest_effects_are_forgotten_past_the_cap_and_marks_stay_valid(recorder, tmp_path, monkeypatch):
     monkeypatch.setattr(causes, "EFFECTS_MAX", 8)
+    # The list is the process's: start it empty (positions stay absolute), so that what the
+    # tests before this one recorded does not decide when the cap is reached.
+    with recorder._lock:
+        recorder._dropped += len(recorder._records)
+        recorder._records.clear()
     mark = recorder.mark()
     with recorder.during("step"):
         for i in range(6):

@@ -213,8 +213,10 @@ def walker_served(bug):
 
 def test_the_tracer_ops_name_the_line_and_the_effects(tmp_path, monkeypatch):
     """Issue 27: the handshake offers the tracer; ``trace`` switches it on, ``sources`` drains
-    the reads with their env line, ``effects`` lists what the process touched."""
+    the reads with their env line, ``effects`` lists what the process touched (when lockstep
+    asked it to record them: the variable it sets for a trial's own child)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv(server.EFFECTS_VAR, "1")
     code, lines = run(
         walker_served("wall_clock"),
         [
@@ -241,6 +243,7 @@ def test_the_tracer_ops_name_the_line_and_the_effects(tmp_path, monkeypatch):
 
 def test_effects_name_a_file_written_during_reset(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv(server.EFFECTS_VAR, "1")
     code, lines = run(
         walker_served("home_cache"),
         [{"id": 1, "op": "reset", "seed": 3, "options": None}, {"id": 2, "op": "effects"}],
@@ -248,3 +251,23 @@ def test_effects_name_a_file_written_during_reset(tmp_path, monkeypatch):
     assert code == 0
     writes = [e for e in lines[2]["effects"] if e["kind"] == "file_write"]
     assert any(e["path"] == str(tmp_path / "lockstep-walker" / "layout.txt") and e["phase"] == "reset" for e in writes), lines[2]
+
+
+def test_effects_are_not_recorded_unless_asked(subprocess_env=None):
+    """The audit hook costs every audited event (each id()): a process lockstep did not ask
+    installs none, and says so with ``"effects": null``."""
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    env.pop(server.EFFECTS_VAR, None)
+    code = (
+        "import io, json, sys\n"
+        "from lockstep_adapter import server, testing\n"
+        "inp = io.BytesIO(b'{\"id\":1,\"op\":\"effects\"}\\n')\n"
+        "out = io.BytesIO()\n"
+        "server.serve(lambda: server.GymnasiumServed(testing.walker(), 'w', {}), out=out, inp=inp)\n"
+        "print(out.getvalue().decode().splitlines()[1])\n"
+        "print(server.effects_recorded(), hasattr(sys, 'audit') and len(getattr(sys, '_lockstep_hooks', [])))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=120, text=True)
+    lines = out.stdout.splitlines()
+    assert json.loads(lines[0]) == {"id": 1, "ok": True, "effects": None}, out
+    assert lines[1].startswith("False"), out

@@ -171,6 +171,9 @@ pub struct ExternalEnvArgs {
 impl ExternalEnvArgs {
     /// The factory of `argv` with these flags' limits (goldens of external envs).
     pub fn factory_of(&self, argv: Vec<String>) -> anyhow::Result<ProcessEnvFactory> {
+        if self.contract.is_some() {
+            bail!("--contract holds an env to a contract in `lockstep check`; it would be ignored here");
+        }
         Ok(ProcessEnvFactory::new(argv, self.options()?))
     }
 

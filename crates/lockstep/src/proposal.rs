@@ -36,16 +36,22 @@ pub struct Observed<'a> {
     pub effects: &'a [Effect],
     /// How it was run, for the header comment.
     pub how: String,
+    /// The env ran in the caller's directories (`--shared-dirs`): its home, temp and working
+    /// directories are the ones a probe in the checking process reads.
+    pub shared_dirs: bool,
 }
 
 fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-/// What lives where a fresh process gets a fresh copy (`~`, `$TMPDIR`): the leftover check
-/// covers it, and a probe in the checking process would read another directory.
+/// What lives where a fresh process gets a fresh copy (`~`, `$TMPDIR`, its working directory
+/// `./`): the leftover check covers it, and a probe in the checking process would read another
+/// directory, or one that no longer exists.
 fn private(target: &str) -> bool {
-    target.starts_with("~/") || target.starts_with("$TMPDIR/") || target == "~"
+    ["~", "$TMPDIR", "."]
+        .iter()
+        .any(|p| target == *p || target.starts_with(&format!("{p}/")))
 }
 
 fn seen_at(e: &Effect) -> String {
@@ -57,7 +63,7 @@ fn seen_at(e: &Effect) -> String {
 
 /// The resources of `effects`, one per directory written, database file and endpoint, in the
 /// order first seen.
-fn resources(effects: &[Effect]) -> Vec<Resource> {
+fn resources(effects: &[Effect], shared_dirs: bool) -> Vec<Resource> {
     let mut out: Vec<Resource> = Vec::new();
     let mut add = |probe: &'static str, target: String, active, why, e: &Effect| {
         let seen = seen_at(e);
@@ -80,7 +86,7 @@ fn resources(effects: &[Effect]) -> Vec<Resource> {
         }
     };
     for e in effects {
-        let is_private = private(&e.target);
+        let is_private = !shared_dirs && private(&e.target);
         let why_private = is_private.then_some(
             "in the env's private directories (a fresh home and temp per process: the leftover check covers them); to probe it, run both `contract infer` and `check` with --shared-dirs",
         );
@@ -108,7 +114,7 @@ fn resources(effects: &[Effect]) -> Vec<Resource> {
             }
             "http" => add(
                 "http",
-                e.target.clone(),
+                crate::cause::effects::loopback_port_hidden(&e.target),
                 false,
                 Some("an HTTP service: set `url` to a route that answers GET with the service's state as JSON, then uncomment"),
                 e,
@@ -206,7 +212,7 @@ pub fn propose(observed: &Observed<'_>) -> String {
     keys.insert("sqlite", "path");
     keys.insert("http", "url");
     keys.insert("postgres", "url");
-    for r in resources(observed.effects) {
+    for r in resources(observed.effects, observed.shared_dirs) {
         let name = layer_name(&r, &mut taken);
         out.push('\n');
         for s in &r.seen {
@@ -337,6 +343,7 @@ mod tests {
             fields: vec!["cached".into(), "t".into()],
             effects: &effects,
             how: "2 seeds".into(),
+            shared_dirs: false,
         });
         let c = Contract::from_toml_str(&text, "proposed.toml")
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -356,7 +363,7 @@ mod tests {
         );
         assert!(text.contains("# seen: file_write /data/cache/choice.json during reset at /proj/env.py:12 in reset"), "{text}");
         assert!(
-            text.contains("# url = \"http://127.0.0.1:4000/\""),
+            text.contains("# url = \"http://127.0.0.1:<port>/\""),
             "{text}"
         );
         assert!(
@@ -374,6 +381,7 @@ mod tests {
             fields: vec!["db_state".into()],
             effects: &effects,
             how: String::new(),
+            shared_dirs: false,
         });
         assert!(text.contains("name = \"db_state_2\""), "{text}");
         Contract::from_toml_str(&text, "p.toml").unwrap();

@@ -293,13 +293,32 @@ fn audit(
     let record = record.map_err(|e| e.to_string())?;
     closed.map_err(|e| e.to_string())?;
     let mut record = audit_record(&record);
-    record.effects = effects
-        .map_err(|e| format!("effects: {e}"))?
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|v| lockstep_canon::from_value::<crate::cause::Effect>(v).ok())
-        .collect();
-    record.warnings = crate::cause::effect_warnings(&record.effects, Some(&contract));
+    match effects {
+        Ok(found) => {
+            let mut effects = Vec::new();
+            for v in found.unwrap_or_default() {
+                match lockstep_canon::from_value::<crate::cause::Effect>(&v) {
+                    Ok(e) => effects.push(e),
+                    Err(e) => record
+                        .warnings
+                        .push(format!("an effect the env reported cannot be read: {e}")),
+                }
+            }
+            // Warned about with their paths (a contract's layer may cover one), kept without.
+            record
+                .warnings
+                .extend(crate::cause::effect_warnings(&effects, Some(&contract)));
+            let cwd = std::env::current_dir().ok();
+            record.effects = effects
+                .into_iter()
+                .map(|e| e.for_report(cwd.as_deref()))
+                .collect();
+        }
+        // Not being able to list what the env touched must not cost the audit's verdict.
+        Err(e) => record.warnings.push(format!(
+            "what the env touched outside itself could not be read: {e}"
+        )),
+    }
     Ok((record, about))
 }
 

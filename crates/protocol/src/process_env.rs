@@ -662,7 +662,20 @@ impl Env for ProcessEnv {
         if !self.handshake.tracer {
             return Ok(None);
         }
-        self.records("effects").map(Some)
+        let map =
+            self.tracer_request("effects", |buf, id| message::write_op(buf, id, "effects"))?;
+        // `null`: this child was not asked to record them.
+        if map.get("effects").is_none_or(Value::is_null) {
+            return Ok(None);
+        }
+        message::read_records(&map, "effects")
+            .map(Some)
+            .map_err(|e| {
+                self.fail(
+                    &Request::Tracer("effects"),
+                    &format!("the answer breaks the protocol: {e}"),
+                )
+            })
     }
 
     fn close(&mut self) -> Result<(), EnvError> {
@@ -703,6 +716,11 @@ impl Env for ProcessEnv {
         }
     }
 }
+
+/// The variable that asks the Python adapter to record its effects (docs/contract.md,
+/// "Effects"): set for a trial's own child and for `lockstep contract infer`, not for the
+/// fresh processes the checks compare with.
+pub const EFFECTS_VAR: &str = "LOCKSTEP_EFFECTS";
 
 /// Builds [`ProcessEnv`]s: each `make()` starts a fresh child from `argv`. A trial makes its
 /// instances through [`ProcessEnvFactory::session`] instead (through
@@ -846,7 +864,11 @@ impl ProcessSession<'_> {
         }
         if host.is_none() {
             f.started.fetch_add(1, Ordering::Relaxed);
-            let (mut conn, handshake) = start(&f.argv, &f.options, &f.hash_seed_env(0), None)?;
+            // The trial's own child records its effects (the adapter's audit hook, which
+            // costs every audited event of the interpreter, is installed only here).
+            let mut extra = f.hash_seed_env(0);
+            extra.push((EFFECTS_VAR.to_string(), "1".to_string()));
+            let (mut conn, handshake) = start(&f.argv, &f.options, &extra, None)?;
             let pid = conn.child.id();
             if !handshake.offers_v2() {
                 // A lockstep/1 child hosts one env: this instance is its own child.

@@ -178,6 +178,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Every env resolves, and every input and output is usable, before anything runs: a
     // mistake found after minutes of work would throw that work away.
     let contract_file = match &args.external.contract {
+        Some(_) if args.external.command()?.is_none() => {
+            bail!("--contract holds an external env to a contract: it needs --cmd -- ARGV...")
+        }
         Some(path) => {
             lockstep::contract::Contract::load(path)?;
             Some(

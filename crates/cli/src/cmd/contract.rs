@@ -65,12 +65,19 @@ fn infer(args: InferArgs) -> anyhow::Result<ExitCode> {
     if args.external.contract.is_some() {
         anyhow::bail!("contract infer proposes a contract: it takes no --contract");
     }
-    let source = crate::envs::EnvSource::external(&args.external)?
+    let argv = args
+        .external
+        .command()?
         .ok_or_else(|| anyhow::anyhow!("name the env with --cmd -- ARGV..."))?;
+    let mut factory = args.external.factory_of(argv.to_vec())?;
+    // Each child records what it touches (the adapter installs its audit hook only when asked).
+    factory
+        .options
+        .env
+        .push((lockstep_protocol::EFFECTS_VAR.to_string(), "1".to_string()));
     let seeds: Vec<u64> = (0..args.seeds).collect();
     let (env_id, fields, effects) =
-        lockstep::proposal::observe(source.factory(), &seeds, args.steps)
-            .map_err(anyhow::Error::msg)?;
+        lockstep::proposal::observe(&factory, &seeds, args.steps).map_err(anyhow::Error::msg)?;
     let how = format!(
         "{} seed{} of {} steps, each in a fresh process, of `{}`",
         seeds.len(),
@@ -83,6 +90,7 @@ fn infer(args: InferArgs) -> anyhow::Result<ExitCode> {
         fields,
         effects: &effects,
         how,
+        shared_dirs: args.external.shared_dirs,
     });
     // What is written must load: a proposal `check --contract` refuses helps no one.
     Contract::from_toml_str(&text, "the proposed contract")

@@ -21,8 +21,9 @@ pub struct Effect {
     /// What was touched, as people read it: `~/.cache/walker/layout.json`,
     /// `http://127.0.0.1:8080`, `git status`.
     pub target: String,
-    /// The absolute path of a file or database.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The absolute path of a file or database: for the contract's layers and `contract
+    /// infer`, never written to a report (a private home's path changes with every run).
+    #[serde(default, skip_serializing)]
     pub path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -32,6 +33,29 @@ pub struct Effect {
     pub function: Option<String>,
     #[serde(default = "super::one")]
     pub count: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loopback_port_is_hidden_and_other_endpoints_kept() {
+        assert_eq!(
+            loopback_port_hidden("http://127.0.0.1:37853"),
+            "http://127.0.0.1:<port>"
+        );
+        assert_eq!(
+            loopback_port_hidden("http://localhost:8080/state"),
+            "http://localhost:<port>/state"
+        );
+        assert_eq!(loopback_port_hidden("[::1]:9"), "[::1]:<port>");
+        assert_eq!(
+            loopback_port_hidden("http://example.org:8080"),
+            "http://example.org:8080"
+        );
+        assert_eq!(loopback_port_hidden("10.0.0.1:5432"), "10.0.0.1:5432");
+    }
 }
 
 impl Effect {
@@ -77,7 +101,12 @@ impl Effect {
             "make" => "while it was made".to_string(),
             p => format!("during {p}"),
         };
-        let mut s = format!("the env {} {} {during}", self.verb(), self.target);
+        let target = if matches!(self.kind.as_str(), "http" | "socket") {
+            loopback_port_hidden(&self.target)
+        } else {
+            self.target.clone()
+        };
+        let mut s = format!("the env {} {target} {during}", self.verb());
         if self.count > 1 {
             s.push_str(&format!(" ({} times)", self.count));
         }
@@ -120,6 +149,42 @@ fn named_by(contract: &Contract, e: &Effect) -> bool {
         .filter_map(|l| l.probe.as_ref())
         .filter_map(|p| p.settings.get("url")?.as_str())
         .any(|url| !e.target.is_empty() && url.contains(e.target.trim_start_matches("http://")))
+}
+
+impl Effect {
+    /// The effect as a report keeps it, the same bytes in every run: the env's file as the
+    /// report shows files (relative to the working directory), and a loopback endpoint's port
+    /// (a server the env starts on a free port) as `<port>`.
+    pub fn for_report(mut self, cwd: Option<&Path>) -> Effect {
+        if let Some(f) = &self.file {
+            self.file = Some(display_path(f, cwd));
+        }
+        if matches!(self.kind.as_str(), "http" | "socket") {
+            self.target = loopback_port_hidden(&self.target);
+        }
+        self
+    }
+}
+
+/// `http://127.0.0.1:37853/x` -> `http://127.0.0.1:<port>/x`; other endpoints unchanged.
+pub(crate) fn loopback_port_hidden(target: &str) -> String {
+    let (scheme, rest) = match target.find("://") {
+        Some(i) => (&target[..i + 3], &target[i + 3..]),
+        None => ("", target),
+    };
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(host_end);
+    let Some(colon) = authority.rfind(':') else {
+        return target.to_string();
+    };
+    let host = authority[..colon]
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let loopback = host == "localhost" || host.starts_with("127.") || host == "::1";
+    if !loopback || !authority[colon + 1..].chars().all(|c| c.is_ascii_digit()) {
+        return target.to_string();
+    }
+    format!("{scheme}{}:<port>{path}", &authority[..colon])
 }
 
 /// The warnings of a trial: every effect that leaves state behind and that no layer of

@@ -12,7 +12,7 @@
 //! itself (files written, databases opened, connections), reported as a warning even when every
 //! check passes, because a layer must be named before a reset contract can cover it.
 
-mod effects;
+pub(crate) mod effects;
 mod traced;
 
 pub use effects::{effect_warnings, Effect};
@@ -151,7 +151,7 @@ impl Cause {
             None => vec![self.headline.clone()],
         };
         for s in self.sources.iter().skip(1).take(shown) {
-            lines.push(format!("also read: {}", s.line()));
+            lines.push(format!("also: {}", s.line()));
         }
         if self.sources.len() > shown + 1 {
             lines.push(format!(
@@ -305,6 +305,14 @@ pub fn explain(
 ) -> Option<Cause> {
     let d = outcome.divergence.as_ref()?;
     if outcome.passed || !outcome.applicable {
+        return None;
+    }
+    // An env without a tracer (a built-in one) is not played again for nothing.
+    let mut probe = factory.make().ok()?;
+    let traces = probe.trace_sources(true).unwrap_or(false);
+    let _ = probe.close();
+    drop(probe);
+    if !traces {
         return None;
     }
     let mut cfg = cfg.clone();
