@@ -172,6 +172,8 @@ class _Library:
         if zoo:
             prefixes.append(os.path.join(zoo, "utils"))
         self.prefixes = [p for p in prefixes if p]
+        #: Where the served envs' own code lives (:func:`add_env_roots`).
+        self.env_roots = set()
 
     def is_stdlib(self, path):
         if path.startswith("<"):
@@ -189,6 +191,10 @@ class _Library:
             return True
         if any(_under(path, p) for p in self.prefixes):
             return False
+        if self.env_roots and any(_under(path, d) for d in self.site_dirs):
+            # An installed library (pandas' read_csv, requests) is not the env's code unless
+            # the env itself is installed there: the line is the env's call, not the library's.
+            return any(_under(path, r) for r in self.env_roots)
         return not self.is_stdlib(path)
 
 
@@ -210,6 +216,28 @@ def _lib():
     if _library is None:
         _library = _Library()
     return _library
+
+
+def add_env_roots(env):
+    """Registers where ``env``'s own code lives: its class's directory, or for an env installed
+    in site-packages its top-level package (``site-packages/pettingzoo``). A frame in another
+    installed package is then library code, and the line reported is the env's call into it."""
+    lib = _lib()
+    unwrapped = getattr(env, "unwrapped", None)
+    for klass in _env_classes(env if unwrapped is None else unwrapped):
+        path = getattr(sys.modules.get(klass.__module__), "__file__", None)
+        if not path:
+            continue
+        path = os.path.abspath(path)
+        site_dir = next((d for d in lib.site_dirs if _under(path, os.path.abspath(d))), None)
+        if site_dir is None:
+            root = os.path.dirname(path)
+        else:
+            top = os.path.relpath(path, os.path.abspath(site_dir)).split(os.sep)[0]
+            root = os.path.join(os.path.abspath(site_dir), top)
+        if root not in lib.env_roots:
+            lib.env_roots.add(root)
+            _env_files.clear()
 
 
 def _is_env_code(code):
@@ -651,6 +679,7 @@ class SourceTracer:
         self._step = 0
         self._modules = ()
         self._modules_seen = -1
+        add_env_roots(self._env)
         _load_tables()
         effects_recorder()  # the audit hook, through which the outside world is seen
 
@@ -776,7 +805,14 @@ def _modules_beside(classes):
         if not path or not isinstance(module, types.ModuleType) or not _is_own_module(name):
             continue
         path = os.path.abspath(path)
-        if path in files or any(_under(path, root) for root in roots):
+        if path in files:
+            yield module
+        elif any(_under(path, root) for root in roots):
+            # Beside the env, but not the libraries of a virtual environment kept inside its
+            # project (``project/.venv/lib/.../site-packages`` under ``project/my_env.py``'s
+            # directory): those are read only when the env itself lives among them.
+            if any(_under(path, d) for d in library_roots) and not any(_under(root, d) for root in roots for d in library_roots if _under(path, d)):
+                continue
             yield module
 
 

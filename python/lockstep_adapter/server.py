@@ -87,6 +87,8 @@ class Served:
                 hint = " (a text action space needs --policy MODULE:FUNCTION or --actions FILE)" if wire._space_kind(self.action_spaces[a]) == "Text" else ""
                 raise wire.WireError(f"agent {a!r}: action: {exc}{hint}") from None
         self.agent_names = {a: json.dumps(a) for a in self.agents}
+        if _recording:
+            causes.add_env_roots(env)  # so that an effect's line is the env's, not a library's
         # The source tracer (:mod:`.causes`), on only while lockstep asks: it re-runs a failed
         # scenario with it to name the line of the env's code that read a nondeterministic
         # source. Off, a call costs nothing more.

@@ -573,3 +573,39 @@ def test_paths_are_shown_under_their_longest_prefix(tmp_path, monkeypatch):
     assert causes.display_path(str(work / "out.json")) == "./out.json"
     assert causes.display_path(str(home)) == "~"
     assert causes.display_path("/etc/hosts") == "/etc/hosts"
+
+
+def test_an_installed_librarys_frame_is_not_the_envs_line(tmp_path, monkeypatch):
+    """Review of issue 27: a library in site-packages (pandas' read_csv opening the file) was
+    taken for env code, and the line named was the library's. With the env's own roots known,
+    the line is the env's call."""
+    site_dir = tmp_path / "site-packages"
+    (site_dir / "readerlib").mkdir(parents=True)
+    (site_dir / "readerlib" / "__init__.py").write_text("def read(path):\n    with open(path) as f:\n        return f.read()\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "reader_env.py").write_text(
+        "import readerlib\n"
+        "class ReaderEnv:\n"
+        "    def __init__(self, path):\n"
+        "        self.path = path\n"
+        "    def reset(self):\n"
+        "        return readerlib.read(self.path)  # the env's line\n"
+    )
+    (tmp_path / "data.txt").write_text("x")
+    monkeypatch.syspath_prepend(str(site_dir))
+    monkeypatch.syspath_prepend(str(project))
+    lib = causes._lib()
+    monkeypatch.setattr(lib, "site_dirs", lib.site_dirs + [str(site_dir)])
+    monkeypatch.setattr(lib, "env_roots", set())
+    monkeypatch.setattr(causes, "_env_files", {})
+    import reader_env
+
+    env = reader_env.ReaderEnv(str(tmp_path / "data.txt"))
+    causes.add_env_roots(env)
+    recorder = effects_recorder()
+    mark = recorder.mark()
+    with recorder.during("reset"):
+        env.reset()
+    (read,) = [e for e in recorder.since(mark) if e["kind"] == "file_read"]
+    assert read["file"] == str(project / "reader_env.py") and read["line"] == 6, read
