@@ -35,29 +35,6 @@ pub struct Effect {
     pub count: u64,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_loopback_port_is_hidden_and_other_endpoints_kept() {
-        assert_eq!(
-            loopback_port_hidden("http://127.0.0.1:37853"),
-            "http://127.0.0.1:<port>"
-        );
-        assert_eq!(
-            loopback_port_hidden("http://localhost:8080/state"),
-            "http://localhost:<port>/state"
-        );
-        assert_eq!(loopback_port_hidden("[::1]:9"), "[::1]:<port>");
-        assert_eq!(
-            loopback_port_hidden("http://example.org:8080"),
-            "http://example.org:8080"
-        );
-        assert_eq!(loopback_port_hidden("10.0.0.1:5432"), "10.0.0.1:5432");
-    }
-}
-
 impl Effect {
     /// The verb of the warning: `wrote`, `connected to`, ...
     fn verb(&self) -> &'static str {
@@ -202,4 +179,27 @@ pub fn effect_warnings(effects: &[Effect], contract: Option<&Contract>) -> Vec<S
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loopback_port_is_hidden_and_other_endpoints_kept() {
+        assert_eq!(
+            loopback_port_hidden("http://127.0.0.1:37853"),
+            "http://127.0.0.1:<port>"
+        );
+        assert_eq!(
+            loopback_port_hidden("http://localhost:8080/state"),
+            "http://localhost:<port>/state"
+        );
+        assert_eq!(loopback_port_hidden("[::1]:9"), "[::1]:<port>");
+        assert_eq!(
+            loopback_port_hidden("http://example.org:8080"),
+            "http://example.org:8080"
+        );
+        assert_eq!(loopback_port_hidden("10.0.0.1:5432"), "10.0.0.1:5432");
+    }
 }
