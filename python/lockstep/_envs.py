@@ -94,6 +94,9 @@ class InProcess:
     def effects(self):
         return self._answer("effects", {})
 
+    def provenance(self):
+        return self._answer("provenance", {})
+
     def close(self):
         self.served.close()
         return ""

@@ -160,6 +160,8 @@ class Served:
             "seedless": bool(self.seedless),
             # The source tracer and the effects recorder (docs/protocol.md, "Causes").
             "tracer": True,
+            # What ran it: Python's and the imported distributions' versions (op `provenance`).
+            "provenance": True,
         }
 
     def declared_fields(self):
@@ -414,7 +416,33 @@ def answer(served, op, request, effects_since=0):
             return '{"ok":true,"effects":null}'
         found = causes.effects_recorder().since(effects_since)
         return '{"ok":true,"effects":' + wire.dumps(wire.to_json(found)) + "}"
+    if op == "provenance":
+        return '{"ok":true,"provenance":' + wire.dumps(provenance()) + "}"
     raise ValueError(f"unknown op {op!r}")
+
+
+def provenance():
+    """What ran the env (issue 30 item 7): Python's version and implementation, and the
+    version of every installed distribution whose modules this process has imported (the env's
+    own and its libraries'; in a caller's process, everything it imported). Asked once per
+    trial: reading the installed distributions takes a tenth of a second."""
+    import importlib.metadata as metadata
+    import platform
+
+    tops = {name.partition(".")[0] for name, module in list(sys.modules.items()) if module is not None}
+    owners = metadata.packages_distributions()
+    packages = {}
+    for top in sorted(tops):
+        for dist in owners.get(top, ()):
+            try:
+                packages[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                continue
+    return {
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "packages": dict(sorted(packages.items())),
+    }
 
 
 def _request_phase(frame):

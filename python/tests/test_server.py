@@ -271,3 +271,13 @@ def test_effects_are_not_recorded_unless_asked(subprocess_env=None):
     lines = out.stdout.splitlines()
     assert json.loads(lines[0]) == {"id": 1, "ok": True, "effects": None}, out
     assert lines[1].startswith("False"), out
+
+
+def test_provenance_names_the_interpreter_and_the_imported_distributions():
+    """Issue 30 item 7: what ran the env, for the report."""
+    code, lines = run(walker_served(None), [{"id": 1, "op": "provenance"}])
+    assert code == 0 and lines[0]["provenance"] is True
+    p = lines[1]["provenance"]
+    assert p["python"] == ".".join(map(str, sys.version_info[:3])) and p["implementation"] == sys.implementation.name
+    assert p["packages"]["numpy"] == __import__("numpy").__version__
+    assert p["packages"]["gymnasium"] == gymnasium.__version__

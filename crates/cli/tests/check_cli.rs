@@ -900,6 +900,15 @@ fn reports_with_a_cause_and_effects_validate() {
                 "{text}"
             );
         }
+        // Issue 30 item 7: what ran it, with the interpreter's and numpy's versions.
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let provenance = &report["envs"][0]["about"]["provenance"];
+        assert_eq!(provenance["implementation"], "cpython", "{provenance}");
+        assert!(
+            provenance["python"].as_str().unwrap().starts_with("3."),
+            "{provenance}"
+        );
+        assert!(provenance["packages"]["numpy"].is_string(), "{provenance}");
         assert_valid_report(&out.join("report.json"));
     }
 }

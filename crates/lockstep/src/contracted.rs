@@ -127,6 +127,10 @@ impl Env for HeldEnv {
         self.env.effects()
     }
 
+    fn provenance(&mut self) -> Result<Option<Value>, EnvError> {
+        self.env.provenance()
+    }
+
     fn close(&mut self) -> Result<(), EnvError> {
         self.env.close()
     }

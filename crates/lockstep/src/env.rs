@@ -497,6 +497,13 @@ pub trait Env: Send {
         Ok(None)
     }
 
+    /// What runs the env, for the report (`about.provenance`): an interpreter's version and
+    /// its packages', or `None` when the env does not say (the built-in envs are this
+    /// lockstep, whose version the report has).
+    fn provenance(&mut self) -> Result<Option<Value>, EnvError> {
+        Ok(None)
+    }
+
     /// Releases resources (an external env's process). Called at most once.
     fn close(&mut self) -> Result<(), EnvError> {
         Ok(())

@@ -281,14 +281,20 @@ fn audit(
         .iter()
         .find_map(|k| config.get(k).map(|v| (k, v)))
         .map(|(k, v)| serde_json::json!({ *k: json(v) }));
-    let about = EnvAbout {
+    let mut about = EnvAbout {
         env_id: env.spec().id.clone(),
         contract: info,
         driver,
+        provenance: None,
     };
     let record = audit_trial(env.as_mut(), &contract, seed, steps, &mut |_| Ok(()));
-    // What the process touched while it was made and audited: asked before it closes.
+    // What the process touched while it was made and audited, and what runs it: asked
+    // before it closes. An env that cannot say what runs it loses nothing else.
     let effects = env.effects();
+    let provenance = env.provenance();
+    if let Ok(Some(p)) = &provenance {
+        about.provenance = Some(json(p));
+    }
     let closed = env.close();
     let record = record.map_err(|e| e.to_string())?;
     closed.map_err(|e| e.to_string())?;
@@ -318,6 +324,11 @@ fn audit(
         Err(e) => record.warnings.push(format!(
             "what the env touched outside itself could not be read: {e}"
         )),
+    }
+    if let Err(e) = provenance {
+        record
+            .warnings
+            .push(format!("what runs the env could not be read: {e}"));
     }
     Ok((record, about))
 }

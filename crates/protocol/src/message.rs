@@ -103,6 +103,9 @@ pub struct Handshake {
     /// The env answers `trace`, `sources` and `effects` (handshake `"tracer": true`): it can
     /// name the line of its code that read a nondeterministic source (docs/protocol.md).
     pub tracer: bool,
+    /// The env answers `provenance` (handshake `"provenance": true`): the versions of what
+    /// runs it (the interpreter, its packages).
+    pub provenance: bool,
 }
 
 impl Handshake {
@@ -400,11 +403,16 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("/seedless", "`seedless` is not a boolean")),
     };
-    let tracer = match map.get("tracer") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(err("/tracer", "`tracer` is not a boolean")),
+    let flag = |name: &str| match map.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(err(
+            &format!("/{name}"),
+            format!("`{name}` is not a boolean"),
+        )),
     };
+    let tracer = flag("tracer")?;
+    let provenance = flag("provenance")?;
     Ok(Handshake {
         env_id,
         config,
@@ -415,6 +423,7 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         threads,
         seedless,
         tracer,
+        provenance,
     })
 }
 

@@ -481,7 +481,7 @@ fn describe(request: &Request, steps: u64) -> String {
         Request::Reset(None) => "reset (no seed)".to_string(),
         Request::Step(n) => format!("step {n}"),
         Request::State => format!("state (after step {steps})"),
-        Request::Tracer(op) => format!("{op} (the source tracer, after step {steps})"),
+        Request::Tracer(op) => format!("{op} (after step {steps})"),
         Request::Close => "close".to_string(),
     }
 }
@@ -676,6 +676,16 @@ impl Env for ProcessEnv {
                     &format!("the answer breaks the protocol: {e}"),
                 )
             })
+    }
+
+    fn provenance(&mut self) -> Result<Option<Value>, EnvError> {
+        if !self.handshake.provenance {
+            return Ok(None);
+        }
+        let map = self.tracer_request("provenance", |buf, id| {
+            message::write_op(buf, id, "provenance")
+        })?;
+        Ok(map.get("provenance").filter(|v| !v.is_null()).cloned())
     }
 
     fn close(&mut self) -> Result<(), EnvError> {

@@ -245,6 +245,17 @@ impl Env for PyEnv {
         self.records("effects").map(Some)
     }
 
+    fn provenance(&mut self) -> Result<Option<Value>, EnvError> {
+        if !self.has("provenance") {
+            return Ok(None);
+        }
+        let text = call(&self.obj, "provenance", "provenance", |py| {
+            Ok(pyo3::types::PyTuple::empty(py))
+        })?;
+        let map = self.answer(&text, "provenance")?;
+        Ok(map.get("provenance").filter(|v| !v.is_null()).cloned())
+    }
+
     fn close(&mut self) -> Result<(), EnvError> {
         call(&self.obj, "close", "close", |py| {
             Ok(pyo3::types::PyTuple::empty(py))

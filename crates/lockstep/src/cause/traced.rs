@@ -143,6 +143,10 @@ impl Env for TracedEnv {
         self.env.effects()
     }
 
+    fn provenance(&mut self) -> Result<Option<Value>, EnvError> {
+        self.env.provenance()
+    }
+
     fn close(&mut self) -> Result<(), EnvError> {
         self.gathered.take(self.env.as_mut());
         self.closed = true;

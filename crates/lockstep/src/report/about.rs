@@ -54,6 +54,10 @@ pub struct EnvAbout {
     /// the handshake's `config`. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<serde_json::Value>,
+    /// What ran the env, as it says (the Python adapter: `python`, `implementation`, and
+    /// `packages`, each imported distribution's version). Absent when it does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<serde_json::Value>,
 }
 
 /// A reset contract, as the report shows it.
@@ -279,6 +283,7 @@ mod tests {
     fn about(id: &str) -> EnvAbout {
         EnvAbout {
             driver: None,
+            provenance: None,
             env_id: id.into(),
             contract: ContractInfo {
                 name: "c".into(),

@@ -250,6 +250,7 @@ mod tests {
         use crate::report::{ContractInfo, EnvAbout};
         let about = |id: &str| EnvAbout {
             driver: None,
+            provenance: None,
             env_id: id.into(),
             contract: ContractInfo {
                 name: "c".into(),

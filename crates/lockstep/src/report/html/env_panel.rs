@@ -217,6 +217,7 @@ mod tests {
         let mut t = trial("b-env", 5, true, true);
         t.about = Some(EnvAbout {
             driver: None,
+            provenance: None,
             env_id: "gymnasium:CartPole-v1".into(),
             contract: ContractInfo {
                 name: "cartpole".into(),
