@@ -72,6 +72,7 @@ def check(
     seedless: bool = False,
     budget=None,
     policy=None,
+    ignore: Sequence[str] = (),
 ) -> Report:
     """Runs ``lockstep check`` on a Python env, in this process: the reset-contract audit and
     the replay checks, with the CLI's verdicts and report.
@@ -98,9 +99,15 @@ def check(
     what was cut). ``policy`` (the adapter's ``--policy``) chooses a single-agent env's actions
     where a random sample means nothing (text): ``policy(observation, rng)``, ``rng`` a numpy
     ``Generator`` seeded from the reset's seed; a ``"module:function"`` string or a
-    module-level function (the fresh-process checks import it by name).
+    module-level function (the fresh-process checks import it by name). ``ignore``
+    (``--ignore``) names fields every check leaves out, as JSON Pointers into a step such as
+    ``"/obs/elapsed_time"`` or ``"/obs/chat_messages/*/timestamp"`` (docs/replay.md, "Fields
+    meant to vary"); report.json keeps them in ``params.ignore``.
     """
     source = _resolve(env, contract, policy)
+    if isinstance(ignore, str):
+        raise ConfigError(f"ignore takes a list of JSON Pointers, not one string: ignore=[{ignore!r}]")
+    ignore = [str(p) for p in ignore]
     wanted = list(CHECKS if checks is None else checks)
     for name in wanted:
         if name not in CHECKS + OPTIONAL_CHECKS:
@@ -126,8 +133,9 @@ def check(
         rollouts=rollouts,
         seedless=bool(seedless),
         budget=_budget_seconds(budget),
+        ignore=ignore,
     )
-    return Report(native, skipped, _replay_for(env, source, steps, contract))
+    return Report(native, skipped, _replay_for(env, source, steps, contract, ignore))
 
 
 def _budget_seconds(budget):

@@ -134,7 +134,7 @@ def _failure(trial, what, text, replay):
     )
 
 
-def replay_call(env_expr: str, steps: int, contract: Optional[dict], note: str = "", policy: Optional[str] = None) -> Callable:
+def replay_call(env_expr: str, steps: int, contract: Optional[dict], note: str = "", policy: Optional[str] = None, ignore=()) -> Callable:
     """``replay(env, seed, checks)``: the ``lockstep.check`` call re-running one trial's
     failed checks (with no check named, every check of that seed, as the CLI's replay of a
     reset-contract failure)."""
@@ -147,6 +147,8 @@ def replay_call(env_expr: str, steps: int, contract: Optional[dict], note: str =
             args.append(f"contract={contract!r}")
         if policy:
             args.append(f"policy={policy!r}")
+        if ignore:
+            args.append(f"ignore={list(ignore)!r}")
         return f"lockstep.check({', '.join(args)})" + note
 
     return replay
@@ -165,9 +167,10 @@ def _header(data):
     seeds = p["seeds"]
     contiguous = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
     seeds_text = f"{seeds[0]}..{seeds[-1] + 1}" if contiguous else ",".join(map(str, seeds))
+    ignore = f" ignore {','.join(p['ignore'])}" if p.get("ignore") else ""
     return (
         f"lockstep {data['lockstep_version']} check: envs {','.join(p['envs'])} seeds {seeds_text} "
-        f"steps {p['steps']} checks {','.join(p['checks'])}"
+        f"steps {p['steps']} checks {','.join(p['checks'])}{ignore}"
     )
 
 
@@ -183,17 +186,17 @@ def _summary(native, data, skipped, replay, verbose):
     return f"{_header(data)}\n{body}\n\n{verdict}"
 
 
-def replay_for(env, source, steps: int, contract: Optional[dict]) -> Callable:
+def replay_for(env, source, steps: int, contract: Optional[dict], ignore=()) -> Callable:
     """:func:`replay_call` of ``env`` as :func:`lockstep.check` was given it (``source`` its
     resolved form): a string, or the name a fresh interpreter imports a callable by; a callable
     without one by its own name in the caller's code, a lambda by a placeholder said as one."""
     policy = source.policy[0] if source.policy else None
     if isinstance(env, str) or source.argv is not None:
-        return replay_call(repr(source.env_id), steps, contract, policy=policy)
+        return replay_call(repr(source.env_id), steps, contract, policy=policy, ignore=ignore)
     name = source.env_id.rpartition("<locals>.")[2]
     if all(part.isidentifier() for part in name.split(".")):
-        return replay_call(name, steps, contract, policy=policy)
-    return replay_call("make_env", steps, contract, f"  # make_env: the {name} given to lockstep.check", policy)
+        return replay_call(name, steps, contract, policy=policy, ignore=ignore)
+    return replay_call("make_env", steps, contract, f"  # make_env: the {name} given to lockstep.check", policy, ignore)
 
 
 class Report(str):

@@ -10,9 +10,9 @@ in-process (the ``lockstep`` package may call them without a child process):
   behind the protocol: ``handshake()``, ``reset(seed, options)`` and ``step(actions)``, which
   return the reply's JSON text without its ``id``, ``state()``, ``close()``); ``serve(make,
   out, inp)`` the request loop; ``claim_stdout()``.
-- ``lockstep_adapter.instances``: the instances of a lockstep/2 child, on the main thread
-  (``InlinePool``) or each on a thread of its own (``Pool``, when the upgrade asks for
-  ``"threads": true``).
+- ``lockstep_adapter.instances``: the instances of a lockstep/2 child (``Pool``): on the main
+  thread, or each on a thread of its own when its ``create`` asks for ``"thread": true`` (the
+  parallel check's) and the upgrade granted ``"threads"``.
 - ``lockstep_adapter.__main__``: ``make_served(args)`` builds a ``Served`` from
   ``parse_args(argv)`` (the command line's kinds: gymnasium, pettingzoo, factory).
 - ``lockstep_adapter.wire``: ``declare_space``, ``observation_keys``, ``ObservationEncoder``,

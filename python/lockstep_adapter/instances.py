@@ -1,14 +1,14 @@
-"""Env instances of a lockstep/2 child: on the main thread, or each on a thread of its own.
+"""Env instances of a lockstep/2 child: on the main thread, and the parallel check's each on a
+thread of its own.
 
-Without threads (:class:`InlinePool`) the main thread reads each request and runs it, in
-order. With threads (:class:`Pool`, when the upgrade asks for ``"threads": true``) every
-instance has one thread that runs all its calls, and the threads take turns reading stdin:
-whichever is idle reads the next request, runs it itself when it is for its own instance (so
-one request at a time costs no hand-over between threads) and otherwise queues it on the
-instance it names and goes back to waiting. Requests to two instances therefore run at once
-(as far as the GIL lets them, docs/protocol.md), and their answers go out as they finish,
-each with its request's id; one instance's requests run one at a time, in order, always on
-its own thread.
+The main thread reads every request. A request for an instance of the main thread runs there
+and then, in order: the audit, the same-seed, other-seed and interleaved checks all step their
+instances on that one thread, as a thread-bound env requires (BrowserGym's process-global sync
+Playwright answers only on the thread that started it). An instance created with ``"thread":
+true`` (lockstep asks so for the parallel check's instances, when the upgrade granted
+``"threads"``) runs every call on its own thread: the main thread queues its requests and goes
+on reading, so requests to two such instances run at once (as far as the GIL lets them,
+docs/protocol.md), and their answers go out as they finish, each with its request's id.
 """
 
 import collections
@@ -56,136 +56,91 @@ class Sender:
 
 
 class Slot:
-    """One env instance: its number and its env (``None`` until built, or if that failed)."""
+    """One env instance of the main thread: its number and its env (``None`` until built, or
+    if that failed)."""
 
     def __init__(self, number, served):
         self.number = number
         self.served = served
 
 
-class InlinePool:
-    """The instances of a lockstep/2 child without threads: every call runs at once on the
-    calling (main) thread, in request order."""
-
-    threaded = False
-
-    def __init__(self, sender):
-        self.sender = sender
-        self.instances = {}
-
-    def add(self, number, served=None):
-        self.instances[number] = Slot(number, served)
-
-    def submit(self, number, rid, job):
-        self.sender.reply(rid, run_job(job, self.instances[number]))
-
-    def remove(self, number):
-        del self.instances[number]
-
-    def wait_idle(self):
-        pass
-
-    def after_fork(self):
-        pass
-
-    def close_all(self):
-        for slot in self.instances.values():
-            if slot.served is not None:
-                slot.served.close()
-
-
 class Pool:
-    """The instances of a lockstep/2 child, each run by its own thread; the threads take
-    turns reading requests (see the module doc). ``handle(line)`` routes one request line
-    (it calls :meth:`submit` for an instance's request) and returns an exit code at end of
-    input, else ``None``."""
+    """The instances of a lockstep/2 child. ``threads`` (the upgrade granted ``"threads"``)
+    lets :meth:`add` give an instance a thread of its own; without it every instance is of the
+    main thread."""
 
-    threaded = True
-
-    def __init__(self, sender, inp, handle):
+    def __init__(self, sender, threads):
         self.sender = sender
-        self.inp = inp
-        self.handle = handle
+        self.threads = threads
         self.instances = {}
-        self._threads = []
         self._cond = threading.Condition()
-        self._reading = False
-        self._ended = None
         self._busy = 0
 
-    def add(self, number, served=None):
-        instance = _Threaded(number, served, self)
+    def add(self, number, served=None, own_thread=False):
+        """Adds an instance; on a thread of its own when asked and granted. Returns whether it
+        got one."""
+        if own_thread and self.threads:
+            instance = _Threaded(number, served, self)
+            instance.start()
+        else:
+            instance = Slot(number, served)
         self.instances[number] = instance
-        self._threads.append(instance.start())
+        return isinstance(instance, _Threaded)
 
     def submit(self, number, rid, job):
+        """Runs ``job`` on the instance's thread: now, on the main thread, or queued on its own."""
+        instance = self.instances[number]
+        if not isinstance(instance, _Threaded):
+            self.sender.reply(rid, run_job(job, instance))
+            return
         with self._cond:
             self._busy += 1
-            self.instances[number].jobs.append((rid, job))
+            instance.jobs.append((rid, job))
             self._cond.notify_all()
 
     def remove(self, number):
-        """Ends the instance's thread after the requests already queued on it."""
-        with self._cond:
-            self.instances.pop(number).jobs.append(None)
-            self._cond.notify_all()
+        """Forgets the instance; a thread of its own ends after the requests queued on it."""
+        instance = self.instances.pop(number)
+        if isinstance(instance, _Threaded):
+            with self._cond:
+                instance.jobs.append(None)
+                self._cond.notify_all()
 
     def wait_idle(self):
-        """Returns once every request handed to an instance has been answered."""
+        """Returns once every request queued on an instance's thread has been answered."""
         with self._cond:
             while self._busy:
                 self._cond.wait()
 
     def after_fork(self):
-        """In a forked child only the forking thread survives: every other instance gets a
-        new thread holding the same env, and the pool a fresh lock (the old one's waiters
-        are gone)."""
-        me = threading.current_thread()
+        """In a forked child only the forking (main) thread survives: every instance of a
+        thread of its own gets a new thread holding the same env, and the pool a fresh lock
+        (the old one's waiters are gone)."""
         self._cond = threading.Condition()
-        self._threads = [me]
         for instance in self.instances.values():
-            if instance.thread is not me:
-                self._threads.append(instance.start())
+            if isinstance(instance, _Threaded):
+                instance.start()
 
-    def run(self):
-        """Serves until end of input; returns the exit code."""
-        joined = 0
-        while True:
-            with self._cond:
-                if joined == len(self._threads):
-                    return self._ended or 0
-                thread = self._threads[joined]
+    def close_all(self):
+        """End of input: every instance is closed on its own thread."""
+        threads = []
+        for instance in self.instances.values():
+            if isinstance(instance, _Threaded):
+                with self._cond:
+                    instance.jobs.append("end")
+                    self._cond.notify_all()
+                threads.append(instance.thread)
+            elif instance.served is not None:
+                instance.served.close()
+        for thread in threads:
             thread.join()
-            joined += 1
 
     def _next(self, instance):
-        """What ``instance``'s thread does next: a queued job, ``None`` (the instance was
-        closed), ``"read"`` (its turn to read stdin), ``"end"`` (end of input) or ``"exit"``.
-
-        The thread of a closed instance goes on reading requests while no instance is left
-        (someone must read the next ``create``), and ends once there is one again."""
+        """The next job of ``instance``'s thread: ``(rid, job)``, ``None`` (closed) or ``"end"``."""
         with self._cond:
-            while True:
-                if instance.jobs:
-                    return instance.jobs.popleft()
-                if instance.removed and self.instances:
-                    return "exit"
-                if self._ended is not None:
-                    return "end"
-                if not self._reading:
-                    self._reading = True
-                    return "read"
+            while not instance.jobs:
                 self._cond.wait()
-
-    def _read(self):
-        line = self.inp.readline()
-        # Routed before the next reader starts, so requests are routed in their order.
-        code = self.handle(line)
-        with self._cond:
-            self._reading = False
-            if code is not None:
-                self._ended = code
-            self._cond.notify_all()
+            return instance.jobs.popleft()
 
     def _answered(self, rid, reply):
         self.sender.reply(rid, reply)
@@ -195,13 +150,12 @@ class Pool:
 
 
 class _Threaded(Slot):
-    """An instance of a :class:`Pool` and the thread that runs every call of it."""
+    """An instance of a :class:`Pool` with a thread of its own, which runs every call of it."""
 
     def __init__(self, number, served, pool):
         super().__init__(number, served)
         self.jobs = collections.deque()
         self.thread = None
-        self.removed = False
         self._pool = pool
 
     def start(self):
@@ -214,15 +168,10 @@ class _Threaded(Slot):
         while True:
             item = pool._next(self)
             if item is None:
-                self.removed = True
-            elif item == "exit":
                 return
-            elif item == "read":
-                pool._read()
-            elif item == "end":
+            if item == "end":
                 if self.served is not None:
                     self.served.close()
                 return
-            else:
-                rid, job = item
-                pool._answered(rid, run_job(job, self))
+            rid, job = item
+            pool._answered(rid, run_job(job, self))

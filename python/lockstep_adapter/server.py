@@ -150,8 +150,9 @@ class Served:
             "contract": contract,
             # lockstep/2: several instances of this env in this process (docs/protocol.md).
             "upgrades": [PROTOCOL_V2],
-            # lockstep/2 can run each instance on its own thread (when the upgrade asks), so
-            # requests to different instances may be in flight at once, answered as they finish.
+            # lockstep/2 can run an instance on a thread of its own (when its create asks, and the
+            # upgrade granted threads), so requests to such instances may be in flight at once,
+            # answered as they finish; every other instance runs on the main thread.
             "threads": True,
             # lockstep/2's fork op (the forked-workers check) needs os.fork (Unix).
             "fork": hasattr(os, "fork"),
@@ -490,10 +491,10 @@ def serve(make, out=None, inp=None):
     The loop speaks lockstep/1 until lockstep asks for ``upgrade`` to lockstep/2, answering on
     this thread. From then on every env request names its ``instance`` (0 is the env the
     handshake describes), ``create`` makes one more with ``make()``, ``close`` ends one
-    instance, end of input ends them all. When the upgrade asks for ``"threads": true`` (the
-    handshake offers it) every instance runs on a thread of its own
-    (:mod:`lockstep_adapter.instances`), so requests to different instances run at once and
-    are answered as they finish; without it every call runs on this thread, in order.
+    instance, end of input ends them all. Every instance runs on this (the main) thread,
+    except one whose ``create`` asks for ``"thread": true`` when the upgrade asked for
+    ``"threads": true`` (:mod:`lockstep_adapter.instances`): it runs on a thread of its own,
+    so requests to such instances run at once and are answered as they finish.
     """
     out = out if out is not None else claim_stdout()
     inp = inp if inp is not None else sys.stdin.buffer
@@ -510,24 +511,21 @@ def serve(make, out=None, inp=None):
         sender.send(wire.dumps(_start_failure(exc)))
         return 1
     sender.send(wire.dumps(hello))
-    loop = _Loop(make, served, sender, inp)
+    loop = _Loop(make, served, sender)
     while True:
         code = loop.handle(inp.readline())
         if code is not None:
             return code
-        if loop.pool is not None and loop.pool.threaded:
-            return loop.pool.run()
 
 
 class _Loop:
     """Routes request lines: lockstep/1 ones to the single env on this thread, lockstep/2 ones
     to the instance they name (through its pool), and the requests outside any instance."""
 
-    def __init__(self, make, served, sender, inp):
+    def __init__(self, make, served, sender):
         self.make = make
         self.served = served
         self.sender = sender
-        self.inp = inp
         self.pool = None  # the instances, from the upgrade on
         self.in_fork = False
         self.created = 0
@@ -538,7 +536,7 @@ class _Loop:
         if not line:
             if self.pool is None:
                 self.served.close()
-            elif not self.pool.threaded:
+            else:
                 self.pool.close_all()
             return 0
         rid = "null"
@@ -573,12 +571,13 @@ class _Loop:
                 self.created += 1
                 number = self.created
 
-                def build(instance, make=self.make):
-                    # Built on its own thread, as every later call of it runs.
-                    instance.served = watched_make(make)
-                    return '{"ok":true,"instance":%d}' % instance.number
+                own = self.pool.add(number, own_thread=request.get("thread") is True)
 
-                self.pool.add(number)
+                def build(instance, make=self.make, own=own):
+                    # Built on the thread every later call of it runs on.
+                    instance.served = watched_make(make)
+                    return '{"ok":true,"instance":%d,"thread":%s}' % (instance.number, "true" if own else "false")
+
                 self.pool.submit(number, rid, build)
                 return None
             elif self.pool is None:
@@ -614,14 +613,10 @@ class _Loop:
             raise ValueError(f"cannot upgrade to {request.get('protocol')!r}")
         if self.pool is None:
             # Threads only when lockstep asks (it then sends requests to different instances
-            # without waiting); otherwise every call runs on this thread, which is faster when
-            # nothing overlaps.
-            if request.get("threads") is True:
-                self.pool = instances.Pool(self.sender, self.inp, self.handle)
-            else:
-                self.pool = instances.InlinePool(self.sender)
+            # without waiting), and only for the instances it creates with "thread": true.
+            self.pool = instances.Pool(self.sender, threads=request.get("threads") is True)
             self.pool.add(0, self.served)
-        threads = "true" if self.pool.threaded else "false"
+        threads = "true" if self.pool.threads else "false"
         return '{"ok":true,"protocol":%s,"threads":%s}' % (json.dumps(PROTOCOL_V2), threads)
 
 

@@ -73,6 +73,7 @@ what it uses): only instances sharing one process, as lockstep/2 hosts them, sho
 import os
 import random
 import sys
+import threading
 import time
 import uuid
 
@@ -422,6 +423,64 @@ class Clicker(gymnasium.Env):
         self._say("user", action)
         hit = action == f"click('b{self.target}')"
         return self._obs(), float(hit), hit, self.t >= self.horizon, {}
+
+
+# The process-global client of :class:`ThreadBoundClicker`, as BrowserGym keeps one sync
+# Playwright for the whole process.
+_CLIENT = None
+
+
+class ThreadBoundClient:
+    """BrowserGym's process-global sync Playwright in miniature (issue 30): it answers only on
+    the thread that started it. On another thread it raises as Playwright's greenlets do, or,
+    with ``on_other_thread="crash"``, takes the process down with a real SIGSEGV, as a greenlet
+    switched into from a foreign thread can."""
+
+    def __init__(self, on_other_thread):
+        self.thread = threading.get_ident()
+        self.on_other_thread = on_other_thread
+
+    def render(self, text):
+        if threading.get_ident() != self.thread:
+            if self.on_other_thread == "crash":
+                import ctypes
+
+                ctypes.string_at(0)  # reads address 0: SIGSEGV
+            raise RuntimeError("no running event loop: the client is bound to the thread that started it")
+        return text
+
+
+class ThreadBoundClicker(Clicker):
+    """:class:`Clicker` rendered by a process-global client bound to the thread that first
+    used it (:class:`ThreadBoundClient`): correct on one thread, as every check but the
+    parallel one drives it; not thread-safe, in words or by a crash, on the parallel check's
+    threads."""
+
+    def __init__(self, on_other_thread="raise", horizon=8):
+        if on_other_thread not in ("raise", "crash"):
+            raise ValueError(f"on_other_thread is 'raise' or 'crash', not {on_other_thread!r}")
+        super().__init__(horizon=horizon)
+        self.on_other_thread = on_other_thread
+
+    def _client(self):
+        global _CLIENT
+        if _CLIENT is None:
+            _CLIENT = ThreadBoundClient(self.on_other_thread)
+        return _CLIENT
+
+    def reset(self, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        self._client().render(obs["goal"])
+        return obs, info
+
+    def step(self, action):
+        self._client().render(action)
+        return super().step(action)
+
+
+def thread_bound_clicker(on_other_thread="raise", horizon=8):
+    """Factory of :class:`ThreadBoundClicker`."""
+    return ThreadBoundClicker(on_other_thread=on_other_thread, horizon=horizon)
 
 
 def click_policy(obs, rng):

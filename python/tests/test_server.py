@@ -156,6 +156,39 @@ def test_threaded_instances_answer_every_request_with_its_id():
     assert answers[9]["ok"] is False and "no instance 0" in answers[9]["error"]
 
 
+def test_only_an_instance_created_with_thread_true_leaves_the_main_thread():
+    """Issue 30 item 3: a thread-bound env (a process-global client bound to the thread that
+    started it, as BrowserGym's Playwright) works on every instance of the main thread, the
+    ones a plain create makes included; an instance created with ``"thread": true`` runs on a
+    thread of its own, where that env raises in words."""
+    testing._CLIENT = None
+    from lockstep_adapter import drivers
+
+    def bound():
+        policy = drivers.PolicyDriver("click_policy", testing.click_policy)
+        return server.GymnasiumServed(testing.thread_bound_clicker(), "bound", {}, driver=policy)
+
+    requests = [
+        {"id": 1, "op": "upgrade", "protocol": "lockstep/2", "threads": True},
+        {"instance": 0, "id": 2, "op": "reset", "seed": 5, "options": None},
+        {"id": 3, "op": "create"},
+        {"instance": 1, "id": 4, "op": "reset", "seed": 5, "options": None},
+        {"id": 5, "op": "create", "thread": True},
+        {"instance": 2, "id": 6, "op": "reset", "seed": 5, "options": None},
+    ]
+    try:
+        code, lines = run(bound, requests)
+    finally:
+        testing._CLIENT = None
+    assert code == 0
+    answers = {m["id"]: m for m in lines[1:]}
+    assert answers[2]["ok"] is True and answers[4]["ok"] is True
+    assert (answers[3]["thread"], answers[5]["thread"]) == (False, True)
+    assert answers[4]["agents"] == answers[2]["agents"]
+    assert answers[6]["ok"] is False
+    assert answers[6]["error"].startswith("RuntimeError: no running event loop")
+
+
 def test_without_threads_lockstep2_is_served_in_order_on_one_thread():
     requests = [
         {"id": 1, "op": "upgrade", "protocol": "lockstep/2"},

@@ -42,6 +42,8 @@ pub struct ChildRunner {
     /// The private directories of each reference run (env, seed, steps) that ended: the
     /// leftover check's first process, when it asks for that seed.
     reference_dirs: Mutex<BTreeMap<(String, u64, u64), PrivateDirs>>,
+    /// The fields the checks leave out, left out by the child's trace too (`--ignore`).
+    pub ignore: lockstep::ignore::Ignore,
 }
 
 impl ChildRunner {
@@ -52,12 +54,14 @@ impl ChildRunner {
                 exe: PathBuf::from(exe),
                 prefix: prefix.to_vec(),
                 reference_dirs: Mutex::default(),
+                ignore: Default::default(),
             });
         }
         Ok(ChildRunner {
             exe: std::env::current_exe().context("locating the lockstep executable")?,
             prefix: Vec::new(),
             reference_dirs: Mutex::default(),
+            ignore: Default::default(),
         })
     }
 }
@@ -83,6 +87,7 @@ impl ChildRunner {
         if let Some(k) = capture {
             cmd.args(["--capture", &k.to_string()]);
         }
+        cmd.args(crate::envs::IgnoreArgs::flags(&self.ignore));
         // The CLI re-run keeps the caller's working directory, where the user's paths mean
         // what they typed; an env's child it starts gets its own.
         dirs.apply(&mut cmd, false);

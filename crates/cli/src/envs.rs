@@ -208,6 +208,41 @@ impl ExternalEnvArgs {
     }
 }
 
+/// `--ignore POINTER`, repeatable: shared by `check`, `replay`, `trace` and the worker.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct IgnoreArgs {
+    /// Leave this field out of every comparison and digest, and go on comparing the rest: a
+    /// JSON Pointer into each agent's step, `/obs/KEY/...` or `/info/...`, or into the starting
+    /// state the audit fingerprints, `/state/FIELD/...`; `*` is one level, `**` any depth (e.g.
+    /// `/obs/chat_messages/*/timestamp`, `/info/elapsed_time`; docs/replay.md, "Fields meant
+    /// to vary"). Repeatable; a contract's `[compare] ignore` adds to it.
+    #[arg(long, value_name = "POINTER")]
+    pub ignore: Vec<String>,
+}
+
+impl IgnoreArgs {
+    /// These patterns, then `contract`'s `[compare] ignore`, each once.
+    pub fn with_contract(
+        &self,
+        contract: Option<&lockstep::contract::Contract>,
+    ) -> anyhow::Result<lockstep::ignore::Ignore> {
+        let mut all = self.ignore.clone();
+        if let Some(c) = contract {
+            all.extend(c.compare.ignore.iter().cloned());
+        }
+        lockstep::ignore::Ignore::parse(&all).map_err(|e| anyhow::anyhow!("--ignore: {e}"))
+    }
+
+    /// The `--ignore` flags of `ignore`, for a command line lockstep runs or prints.
+    pub fn flags(ignore: &lockstep::ignore::Ignore) -> Vec<String> {
+        ignore
+            .texts()
+            .iter()
+            .flat_map(|p| ["--ignore".to_string(), p.clone()])
+            .collect()
+    }
+}
+
 /// `--env NAME` or `--cmd -- ARGV...`: the one environment of `replay` and `trace`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EnvArgs {
@@ -286,6 +321,24 @@ impl EnvSource {
                 Ok(Some(id))
             }
         }
+    }
+
+    /// The contract an external env is held to (`--contract FILE`).
+    pub fn contract(&self) -> Option<&lockstep::contract::Contract> {
+        match self {
+            EnvSource::Contracted(c) => Some(&c.contract),
+            _ => None,
+        }
+    }
+
+    /// This source with its fresh-process runner leaving out `ignore`, as the checks do.
+    pub fn ignoring(mut self, ignore: &lockstep::ignore::Ignore) -> EnvSource {
+        match &mut self {
+            EnvSource::Named(_, runner) => runner.ignore = ignore.clone(),
+            EnvSource::External(f) => f.options.ignore = ignore.clone(),
+            EnvSource::Contracted(c) => c.inner.options.ignore = ignore.clone(),
+        }
+        self
     }
 
     pub fn factory(&self) -> &dyn EnvFactory {

@@ -425,13 +425,23 @@ pub fn audit_trial<E: Env + ?Sized>(
 }
 
 /// The env's `state()` with the snapshots of the contract's probed layers placed in it
-/// ([`crate::probe::probe_state`]), read by the probes the env wires in.
+/// ([`crate::probe::probe_state`]), read by the probes the env wires in, less what the
+/// contract's `/state` ignore patterns name ([`crate::ignore`]).
 fn starting_state<E: Env + ?Sized>(
     env: &mut E,
     contract: &Contract,
     seed: u64,
 ) -> Result<Value, AuditError> {
-    let state = env.state().map_err(err(seed, "state"))?;
+    let mut state = env.state().map_err(err(seed, "state"))?;
+    if !contract.compare.ignore.is_empty() {
+        let ignore =
+            crate::ignore::Ignore::parse(&contract.compare.ignore).map_err(|e| AuditError {
+                seed,
+                stage: "ignore",
+                message: e.to_string(),
+            })?;
+        ignore.apply_state(&mut state);
+    }
     let none = ProbeSet::new();
     let probes = env.probes().unwrap_or(&none);
     probe_state(contract, probes, state).map_err(|e| AuditError {

@@ -122,6 +122,25 @@ pub struct Contract {
     pub version: u32,
     pub profile: ProfileName,
     pub layers: Vec<Layer>,
+    /// How episodes are compared (`[compare]`): part of the contract, so covered by its
+    /// version.
+    #[serde(skip_serializing_if = "Compare::is_empty")]
+    pub compare: Compare,
+}
+
+/// A contract's `[compare]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Compare {
+    /// Fields left out of every comparison and digest, as `--ignore` gives them
+    /// ([`crate::ignore`]): what the env is meant to vary (a wall-clock stamp).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
+}
+
+impl Compare {
+    pub fn is_empty(&self) -> bool {
+        self.ignore.is_empty()
+    }
 }
 
 /// Why a contract could not be loaded or is not valid.
@@ -211,6 +230,7 @@ impl Contract {
             version,
             profile,
             layers,
+            compare: Compare::default(),
         };
         c.validate()?;
         Ok(c)
@@ -233,6 +253,7 @@ impl Contract {
                 fields,
                 probe: None,
             }],
+            compare: Compare::default(),
         }
     }
 
@@ -472,6 +493,27 @@ struct RawContract {
     version: Version,
     profile: ProfileName,
     layers: Layers,
+    #[serde(default)]
+    compare: RawCompare,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCompare {
+    #[serde(default)]
+    ignore: IgnoreList,
+}
+
+/// `ignore = [...]`, each pattern checked where it is written.
+#[derive(Default)]
+struct IgnoreList(Vec<String>);
+
+impl<'de> Deserialize<'de> for IgnoreList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let patterns = Vec::<String>::deserialize(d)?;
+        crate::ignore::Ignore::parse(&patterns).map_err(de::Error::custom)?;
+        Ok(IgnoreList(patterns))
+    }
 }
 
 impl RawContract {
@@ -481,6 +523,9 @@ impl RawContract {
             version: self.version.0,
             profile: self.profile,
             layers: self.layers.0,
+            compare: Compare {
+                ignore: self.compare.ignore.0,
+            },
         }
     }
 }

@@ -28,6 +28,18 @@ impl<F: EnvFactory> EnvFactory for Contracted<F> {
         Ok(hold(self.inner.make()?, &self.contract, self.probes))
     }
 
+    fn make_threaded(&self) -> Result<Box<dyn Env>, EnvError> {
+        Ok(hold(
+            self.inner.make_threaded()?,
+            &self.contract,
+            self.probes,
+        ))
+    }
+
+    fn thread_isolation(&self) -> Option<&dyn crate::check::ThreadIsolation> {
+        self.inner.thread_isolation()
+    }
+
     fn session(&self) -> Option<Box<dyn EnvFactory + '_>> {
         let session = self.inner.session()?;
         Some(Box::new(Contracted {
@@ -53,6 +65,14 @@ impl EnvFactory for Box<dyn EnvFactory + '_> {
 
     fn make(&self) -> Result<Box<dyn Env>, EnvError> {
         self.as_ref().make()
+    }
+
+    fn make_threaded(&self) -> Result<Box<dyn Env>, EnvError> {
+        self.as_ref().make_threaded()
+    }
+
+    fn thread_isolation(&self) -> Option<&dyn crate::check::ThreadIsolation> {
+        self.as_ref().thread_isolation()
     }
 
     fn session(&self) -> Option<Box<dyn EnvFactory + '_>> {

@@ -516,6 +516,23 @@ pub trait EnvFactory: Send + Sync {
     fn id(&self) -> String;
     fn make(&self) -> Result<Box<dyn Env>, EnvError>;
 
+    /// An instance the parallel check steps on a thread of its own while others step theirs.
+    /// An external env's child runs it on a thread of the child's own, and every instance made
+    /// with [`Self::make`] on the child's main thread: a thread-bound env (a browser client
+    /// bound to the thread that started it) then fails the parallel check only, in words, and
+    /// every other check drives it as its users do. Default: [`Self::make`].
+    fn make_threaded(&self) -> Result<Box<dyn Env>, EnvError> {
+        self.make()
+    }
+
+    /// How the parallel check forks this process to run its threads in the fork, when the env
+    /// lives in this process and a crash of it on threads must not end the caller (an env of
+    /// the caller's Python interpreter). Default: `None`, the threads run here (an external
+    /// env's threads are in its child already).
+    fn thread_isolation(&self) -> Option<&dyn crate::check::ThreadIsolation> {
+        None
+    }
+
     /// The factory one trial (one env, one seed: its audit and all its checks) makes its
     /// instances with, when it differs from this one: an external env hosts them all in one
     /// child process. Never shared between trials, so no verdict depends on scheduling.

@@ -136,6 +136,7 @@ pub fn fixture_contract() -> Contract {
             layer("server", &["visits"]),
             layer("client", &["cache"]),
         ],
+        compare: Default::default(),
     }
 }
 

@@ -30,6 +30,7 @@ pub mod experiment;
 pub mod fingerprint;
 pub mod fixtures;
 pub mod golden;
+pub mod ignore;
 pub mod private_dirs;
 pub mod probe;
 pub mod proposal;

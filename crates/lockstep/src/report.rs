@@ -62,6 +62,10 @@ pub struct RunParams {
     /// ran); absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::BudgetRecord>,
+    /// Fields left out of every comparison (`--ignore` and a contract's `[compare] ignore`,
+    /// [`crate::ignore`]); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
 }
 
 impl RunParams {
@@ -527,6 +531,7 @@ mod tests {
     pub(crate) fn sample_params() -> RunParams {
         RunParams {
             budget: None,
+            ignore: Vec::new(),
             envs: vec!["b-env".into(), "a-env".into()],
             seeds: vec![5, 1, 3],
             steps: 10,
@@ -654,6 +659,7 @@ mod tests {
         let r2 = Report::assemble(
             RunParams {
                 budget: None,
+                ignore: Vec::new(),
                 seeds: vec![2],
                 ..sample_params()
             },
@@ -691,6 +697,7 @@ mod tests {
         let seeds: Vec<u64> = (0..n).map(|i| (i * 7_919) % n).collect();
         let params = RunParams {
             budget: None,
+            ignore: Vec::new(),
             envs: vec!["b-env".into(), "a-env".into()],
             seeds: seeds.clone(),
             steps: 1,

@@ -65,6 +65,9 @@ pub struct SuiteOptions {
     /// A directory where the trials of one run share their fresh-process references
     /// ([`FreshRuns::with_store`]); `None` keeps them to each trial.
     pub fresh_runs: Option<PathBuf>,
+    /// Fields left out of every comparison ([`crate::ignore`]); the fresh-process runner must
+    /// leave out the same.
+    pub ignore: crate::ignore::Ignore,
 }
 
 impl SuiteOptions {
@@ -75,6 +78,7 @@ impl SuiteOptions {
             .rollouts
             .unwrap_or_else(|| default_rollouts(self.steps));
         cfg.seedless = seedless;
+        cfg.ignore = self.ignore.clone();
         cfg
     }
 }
@@ -188,7 +192,7 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
         ..Trial::errored(&env.id, seed, String::new())
     };
     let mut errors = Vec::new();
-    match audit(factory, seed, options.steps) {
+    match audit(factory, seed, options.steps, &options.ignore) {
         Ok((record, about)) => {
             trial.audit = Some(record);
             trial.about = Some(about);
@@ -258,24 +262,33 @@ fn cause_of(
 }
 
 /// The audit of one seed, and what the env says about itself (its id, the contract the audit
-/// held it to).
+/// held it to). The run's `/state` ignore patterns join the contract's own.
 fn audit(
     factory: &dyn EnvFactory,
     seed: u64,
     steps: u64,
+    ignore: &crate::ignore::Ignore,
 ) -> Result<(AuditRecord, EnvAbout), String> {
     let mut env = factory.make().map_err(|e| e.to_string())?;
-    let (contract, info) = match env.contract() {
+    let (mut contract, info) = match env.contract() {
         Some(c) => {
             let info = ContractInfo::of(&c, true);
             (c, info)
         }
         None => {
-            let (c, state) = inferred_contract(factory, seed).map_err(|e| e.to_string())?;
+            let (c, mut state) = inferred_contract(factory, seed).map_err(|e| e.to_string())?;
+            // A field ignored whole is not one the starting state must have.
+            ignore.apply_state(&mut state);
+            let c = crate::contract::Contract::inferred(c.name, &state);
             let info = ContractInfo::inferred(&c, &state);
             (c, info)
         }
     };
+    if ignore.has_state() {
+        let own = crate::ignore::Ignore::parse(&contract.compare.ignore)
+            .map_err(|e| format!("the contract's [compare] ignore: {e}"))?;
+        contract.compare.ignore = own.union(ignore).texts().to_vec();
+    }
     let config = &env.spec().config;
     let driver = ["policy", "actions"]
         .iter()

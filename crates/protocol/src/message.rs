@@ -709,6 +709,17 @@ pub fn write_upgrade(out: &mut Vec<u8>, id: u64, threads: bool) {
     out.extend_from_slice(b"}\n");
 }
 
+/// `{"id":N,"op":"create"}`, with `"thread":true` for an instance the child is to run on a
+/// thread of its own (the parallel check's; every other instance runs on the child's main
+/// thread, docs/protocol.md).
+pub fn write_create(out: &mut Vec<u8>, id: u64, own_thread: bool) {
+    write_head(out, id, "create");
+    if own_thread {
+        out.extend_from_slice(b",\"thread\":true");
+    }
+    out.extend_from_slice(b"}\n");
+}
+
 /// `{"id":N,"op":"trace","on":B}`: switches the env's source tracer.
 pub fn write_trace(out: &mut Vec<u8>, id: u64, on: bool) {
     write_head(out, id, "trace");
@@ -1049,6 +1060,11 @@ mod tests {
             buf,
             b"{\"id\":2,\"op\":\"upgrade\",\"protocol\":\"lockstep/2\"}\n"
         );
+        // Only the parallel check's instances ask for a thread of their own.
+        write_create(&mut buf, 3, true);
+        assert_eq!(buf, b"{\"id\":3,\"op\":\"create\",\"thread\":true}\n");
+        write_create(&mut buf, 4, false);
+        assert_eq!(buf, b"{\"id\":4,\"op\":\"create\"}\n");
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct ProcessOptions {
     /// False runs children in the caller's (`--shared-dirs`); the leftover check then does not
     /// apply.
     pub private_dirs: bool,
+    /// Fields the fresh-process rollouts of [`ProcessRunner`] leave out, as the checks'
+    /// rollouts do (`--ignore`, [`lockstep::ignore`]).
+    pub ignore: lockstep::ignore::Ignore,
 }
 
 impl Default for ProcessOptions {
@@ -60,6 +63,7 @@ impl Default for ProcessOptions {
             vary_python_hash_seed: true,
             concurrent_instances: true,
             private_dirs: true,
+            ignore: lockstep::ignore::Ignore::default(),
         }
     }
 }
@@ -823,6 +827,7 @@ impl ProcessEnvFactory {
         let opts = RolloutOptions {
             capture,
             keep_first: trace::KeepFirst::CHECKS,
+            ignore: self.options.ignore.clone(),
             ..RolloutOptions::default()
         };
         let recorded = trace::rollout(&mut env, seed, steps, &opts).map_err(|e| e.to_string());
@@ -862,7 +867,9 @@ pub struct ProcessSession<'a> {
 }
 
 impl ProcessSession<'_> {
-    fn make_env(&self) -> Result<ProcessEnv, EnvError> {
+    /// An instance in the session's child; on a thread of the child's own when `own_thread`
+    /// and the child runs instances on threads (else on its main thread, with every other).
+    fn make_env(&self, own_thread: bool) -> Result<ProcessEnv, EnvError> {
         let f = self.factory;
         let command = display_argv(&f.argv);
         let mut host = self
@@ -905,14 +912,17 @@ impl ProcessSession<'_> {
             });
         }
         let h = host.as_mut().expect("set above");
-        let number = if h.first_taken {
+        // Instance 0 was built on the child's main thread, before the handshake: an instance
+        // on a thread of its own is always a new one.
+        let own_thread = own_thread && lock(&h.conn).concurrent;
+        let number = if h.first_taken || own_thread {
             let mut conn = quiet(&h.conn);
             let map = control(
                 &mut conn,
                 &command,
                 &f.options,
                 &Request::Create,
-                |buf, id| message::write_op(buf, id, "create"),
+                |buf, id| message::write_create(buf, id, own_thread),
             )?;
             message::read_instance(&map).map_err(|e| {
                 let what = format!("the answer breaks the protocol: {e}");
@@ -941,7 +951,11 @@ impl EnvFactory for ProcessSession<'_> {
     }
 
     fn make(&self) -> Result<Box<dyn Env>, EnvError> {
-        Ok(Box::new(self.make_env()?))
+        Ok(Box::new(self.make_env(false)?))
+    }
+
+    fn make_threaded(&self) -> Result<Box<dyn Env>, EnvError> {
+        Ok(Box::new(self.make_env(true)?))
     }
 
     fn forker(&self) -> Option<&dyn Forker> {
@@ -991,7 +1005,7 @@ impl Forker for ProcessEnvFactory {
         opts: &RolloutOptions,
     ) -> Result<Option<(Recorded, Recorded)>, String> {
         let session = self.session();
-        let mut env = session.make_env().map_err(|e| e.to_string())?;
+        let mut env = session.make_env(false).map_err(|e| e.to_string())?;
         if env.instance.is_none() || !env.handshake.fork {
             return Ok(None);
         }
@@ -1014,7 +1028,7 @@ impl Forker for ProcessEnvFactory {
         };
         op(Request::Fork, "fork")?;
         // The fork now serves the pipes: this instance is created in it.
-        let mut worker = session.make_env().map_err(|e| e.to_string())?;
+        let mut worker = session.make_env(false).map_err(|e| e.to_string())?;
         let forked = trace::rollout(&mut worker, seed, steps, opts).map_err(|e| e.to_string());
         let ended = op(Request::EndFork, "end_fork");
         let forked = forked?;

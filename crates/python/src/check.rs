@@ -170,12 +170,17 @@ fn with_replay<T>(
     }
 }
 
-fn child_runner(argv: Option<Vec<String>>, env: Vec<(String, String)>) -> Box<dyn ProcessRunner> {
+fn child_runner(
+    argv: Option<Vec<String>>,
+    env: Vec<(String, String)>,
+    ignore: &lockstep::ignore::Ignore,
+) -> Box<dyn ProcessRunner> {
     match argv {
         Some(argv) => Box::new(ProcessEnvFactory::new(
             argv,
             ProcessOptions {
                 env,
+                ignore: ignore.clone(),
                 ..ProcessOptions::default()
             },
         )),
@@ -187,7 +192,7 @@ fn child_runner(argv: Option<Vec<String>>, env: Vec<(String, String)>) -> Box<dy
 /// (one trial after another), and assembles the CLI's report. `make` returns a fresh
 /// `InProcess` object; `argv` serves the same env in a fresh process for the `process` check.
 #[pyfunction]
-#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new(), rollouts = None, seedless = false, budget = None))]
+#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new(), rollouts = None, seedless = false, budget = None, ignore = Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 pub fn check(
     py: Python<'_>,
@@ -201,8 +206,11 @@ pub fn check(
     mut rollouts: Option<usize>,
     seedless: bool,
     budget: Option<f64>,
+    ignore: Vec<String>,
 ) -> PyResult<NativeReport> {
     let kinds = parse_checks(&checks).map_err(|e| error(Kind::Config, e))?;
+    let ignore =
+        lockstep::ignore::Ignore::parse(&ignore).map_err(|e| error(Kind::Config, e.to_string()))?;
     let checks: Vec<String> = kinds.iter().map(|k| k.short().to_string()).collect();
     if seeds.is_empty() {
         return Err(error(Kind::Config, "check needs at least one seed"));
@@ -211,7 +219,7 @@ pub fn check(
         id: env_id.clone(),
         make,
     };
-    let runner = child_runner(argv, child_env);
+    let runner = child_runner(argv, child_env, &ignore);
     if rollouts.is_some_and(|r| r < 2) {
         return Err(error(
             Kind::Config,
@@ -251,6 +259,7 @@ pub fn check(
         checks: kinds,
         rollouts,
         fresh_runs: None,
+        ignore: ignore.clone(),
     };
     let params = RunParams {
         budget: budget_record,
@@ -260,6 +269,7 @@ pub fn check(
         checks,
         goldens: Vec::new(),
         rollouts,
+        ignore: ignore.texts().to_vec(),
         // A Python env object: it runs in this interpreter, by no command a replay could give.
         env_params: vec![EnvParams {
             env: env_id.clone(),

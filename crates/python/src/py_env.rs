@@ -10,6 +10,7 @@
 //! Every call takes the GIL for itself, so the checks run with the GIL released and the
 //! parallel-workers check really interleaves several instances in this interpreter.
 
+use lockstep::check::ThreadIsolation;
 use lockstep::contract::{Contract, Layer, ProfileName};
 use lockstep::env::{Actions, Env, EnvError, EnvFactory, EnvSpec, Transition};
 use lockstep_canon::{Profile, Value};
@@ -288,5 +289,38 @@ impl EnvFactory for PyFactory {
         // makes again), not as the adapter's handshake does.
         env.spec.id = self.id.clone();
         Ok(Box::new(env))
+    }
+
+    /// The parallel check's threads run in a fork of this interpreter: an env that crashes on
+    /// threads (issue 30: BrowserGym's thread-bound Playwright segfaulted the caller) ends the
+    /// fork, and the report says so. Where Python has no `os.fork`, they run here.
+    fn thread_isolation(&self) -> Option<&dyn ThreadIsolation> {
+        let forks = Python::attach(|py| {
+            py.import("os")
+                .map(|os| os.hasattr("fork").unwrap_or(false))
+                .unwrap_or(false)
+        });
+        forks.then_some(self as &dyn ThreadIsolation)
+    }
+}
+
+impl ThreadIsolation for PyFactory {
+    /// `os.fork()`, which runs CPython's before- and after-fork steps (the GIL, the import
+    /// lock, `threading`'s state are made usable in the child). Python 3.12 warns about a fork
+    /// of a process with threads; this one holds no lock another thread could own in the
+    /// child (the check's threads start after it), so the warning is silenced.
+    fn fork(&self) -> Result<i32, String> {
+        Python::attach(|py| {
+            let code = c"import os, warnings\nwith warnings.catch_warnings():\n    warnings.simplefilter('ignore', DeprecationWarning)\n    pid = os.fork()\n";
+            let locals = pyo3::types::PyDict::new(py);
+            py.run(code, None, Some(&locals))
+                .and_then(|()| {
+                    locals
+                        .get_item("pid")?
+                        .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err("pid"))?
+                        .extract::<i32>()
+                })
+                .map_err(|e| format!("os.fork(): {}", describe(py, &e)))
+        })
     }
 }

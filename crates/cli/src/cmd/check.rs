@@ -69,6 +69,8 @@ pub struct Args {
     envs: Vec<String>,
     #[command(flatten)]
     external: ExternalEnvArgs,
+    #[command(flatten)]
+    compare: crate::envs::IgnoreArgs,
     /// RNG seeds, one trial each: a count N (seeds 0..N) or a half-open range A..B.
     #[arg(long, default_value = "0..5", allow_negative_numbers = true)]
     seeds: String,
@@ -177,12 +179,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     // Every env resolves, and every input and output is usable, before anything runs: a
     // mistake found after minutes of work would throw that work away.
+    let mut contract = None;
     let contract_file = match &args.external.contract {
         Some(_) if args.external.command()?.is_none() => {
             bail!("--contract holds an external env to a contract: it needs --cmd -- ARGV...")
         }
         Some(path) => {
-            lockstep::contract::Contract::load(path)?;
+            contract = Some(lockstep::contract::Contract::load(path)?);
             Some(
                 std::path::absolute(path)
                     .with_context(|| format!("{}", path.display()))?
@@ -192,6 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let ignore = args.compare.with_contract(contract.as_ref())?;
     let mut worker_envs = Vec::with_capacity(envs.len());
     for (i, id) in envs.iter().enumerate() {
         let external = external_argv.as_ref().filter(|_| i + 1 == envs.len());
@@ -245,6 +249,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(|p| p.display().to_string())
             .collect(),
         rollouts: args.rollouts,
+        ignore: ignore.texts().to_vec(),
         env_params: worker_envs
             .iter()
             .enumerate()
@@ -269,11 +274,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         checks: kinds,
         rollouts: args.rollouts,
         fresh_runs: None,
+        ignore: ignore.clone(),
     };
 
     // TigerBeetle's habit: say what determines the run before running it.
     eprintln!(
-        "lockstep {} check: envs {} seeds {} steps {} checks {} rollouts {}{}{}",
+        "lockstep {} check: envs {} seeds {} steps {} checks {} rollouts {}{}{}{}",
         env!("CARGO_PKG_VERSION"),
         envs.join(","),
         args.seeds,
@@ -287,7 +293,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_default(),
         shard
             .map(|s| format!(" shard {}/{}", s.index, s.count))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if ignore.is_empty() {
+            String::new()
+        } else {
+            format!(" ignore {}", ignore.texts().join(","))
+        }
     );
 
     let golden_files: Vec<PathBuf> = args
@@ -461,6 +472,7 @@ pub fn replay_from_report(report: &Report) -> impl Fn(&Trial, &[&str]) -> Option
             &e,
             report.params.steps,
             report.params.rollouts,
+            &report.params.ignore,
             t,
             failed,
         ))
@@ -471,6 +483,7 @@ fn replay_of(
     e: &WorkerEnv,
     steps: u64,
     rollouts: Option<usize>,
+    ignore: &[String],
     t: &Trial,
     failed: &[&str],
 ) -> String {
@@ -482,7 +495,7 @@ fn replay_of(
         .unwrap_or(e.args.len());
     let (flags, argv) = e.args.split_at(split);
     if failed.is_empty() {
-        return audit_command(steps, rollouts, e, t.seed, flags, argv);
+        return audit_command(steps, rollouts, ignore, e, t.seed, flags, argv);
     }
     let mut words = vec!["lockstep".to_string(), "replay".to_string()];
     words.extend(flags.iter().cloned());
@@ -500,14 +513,22 @@ fn replay_of(
     if e.seedless {
         words.push("--seedless".to_string());
     }
+    words.extend(ignore_flags(ignore));
     words.extend(argv.iter().cloned());
     crate::shell::join(&words)
+}
+
+fn ignore_flags(ignore: &[String]) -> impl Iterator<Item = String> + '_ {
+    ignore
+        .iter()
+        .flat_map(|p| ["--ignore".to_string(), p.clone()])
 }
 
 /// `lockstep check` of one env and seed, the replay of a failed reset-contract audit.
 fn audit_command(
     steps: u64,
     rollouts: Option<usize>,
+    ignore: &[String],
     e: &WorkerEnv,
     seed: u64,
     flags: &[String],
@@ -536,6 +557,7 @@ fn audit_command(
         };
         words.extend(["--seedless".to_string(), name]);
     }
+    words.extend(ignore_flags(ignore));
     words.extend(argv.iter().cloned());
     crate::shell::join(&words)
 }

@@ -39,6 +39,8 @@ pub struct Args {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub compare: crate::envs::IgnoreArgs,
 }
 
 /// The `--json` file (format `lockstep/replay/v1`, docs/replay.md).
@@ -60,6 +62,8 @@ struct Report<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let source = args.target.source()?;
+    let ignore = args.compare.with_contract(source.contract())?;
+    let source = source.ignoring(&ignore);
     let kinds = parse_checks(&args.checks).map_err(|e| anyhow::anyhow!("--checks: {e}"))?;
     if args.rollouts.is_some_and(|r| r < 2) {
         anyhow::bail!("--rollouts must be at least 2 (the same-seed check compares rollouts)");
@@ -71,6 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             cfg.rollouts = r;
         }
         cfg.seedless = args.seedless;
+        cfg.ignore = ignore.clone();
         cfg
     };
     // Every flag that decides a result is in the command, so that it replays the same run.
@@ -87,8 +92,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(|r| format!(" --rollouts {r}"))
             .unwrap_or_default();
         let seedless = if args.seedless { " --seedless" } else { "" };
+        let ignored: String = ignore
+            .texts()
+            .iter()
+            .map(|p| format!(" --ignore {}", quote(p)))
+            .collect();
         format!(
-            "lockstep replay {which} --seed {} --steps {}{rollouts}{seedless}{checks}{argv}",
+            "lockstep replay {which} --seed {} --steps {}{rollouts}{seedless}{ignored}{checks}{argv}",
             args.seed, args.steps
         )
     };

@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use lockstep::trace::{rollout, CacheMode, Format, RolloutOptions, TransitionRecord};
 
 use crate::child_runner::TraceOutput;
-use crate::envs::EnvArgs;
+use crate::envs::{EnvArgs, IgnoreArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -37,6 +37,8 @@ pub struct Args {
     /// XXH3-128, cheaper again: equality across runs only); docs/trace.md.
     #[arg(long, value_enum, default_value_t = TraceFormat::V1)]
     pub format: TraceFormat,
+    #[command(flatten)]
+    pub compare: IgnoreArgs,
 }
 
 /// `--format` of `lockstep trace` and `lockstep range bench --trace`.
@@ -59,6 +61,7 @@ impl From<TraceFormat> for Format {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let source = args.target.source()?;
+    let ignore = args.compare.with_contract(source.contract())?;
     let factory = source.factory();
     let name = factory.id();
     // An external env's errors already name its command line: say it once.
@@ -77,6 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             CacheMode::On
         },
         format: args.format.into(),
+        ignore,
         ..RolloutOptions::default()
     };
     let r = rollout(env.as_mut(), args.seed, args.steps, &opts)

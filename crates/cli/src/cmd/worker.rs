@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use lockstep::report::GoldenOutcome;
 use lockstep::suite::{parse_checks, run_trial, verify_golden, SuiteEnv, SuiteOptions};
 
-use crate::envs::EnvArgs;
+use crate::envs::{EnvArgs, IgnoreArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -45,6 +45,8 @@ struct TrialArgs {
     #[arg(long)]
     seedless: bool,
     #[command(flatten)]
+    compare: IgnoreArgs,
+    #[command(flatten)]
     target: EnvArgs,
 }
 
@@ -60,6 +62,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let line = match args.job {
         Job::Trial(a) => {
             let source = a.target.source()?;
+            let ignore = a.compare.with_contract(source.contract())?;
+            let source = source.ignoring(&ignore);
             let env = SuiteEnv {
                 id: a.id,
                 factory: source.factory(),
@@ -72,6 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 rollouts: a.rollouts,
                 fresh_runs: std::env::var_os(crate::isolated::FRESH_RUNS_VAR)
                     .map(std::path::PathBuf::from),
+                ignore,
             };
             serde_json::to_string(&run_trial(&env, a.seed, &options))?
         }

@@ -82,7 +82,18 @@ impl EnvFactory for Traced<'_> {
     }
 
     fn make(&self) -> Result<Box<dyn Env>, EnvError> {
-        let mut env = self.inner.make()?;
+        self.traced(self.inner.make()?)
+    }
+
+    /// On a thread of its own as in the check; never in a fork (`thread_isolation`), whose
+    /// reads would not come back. Only a divergence is re-run, never a crash.
+    fn make_threaded(&self) -> Result<Box<dyn Env>, EnvError> {
+        self.traced(self.inner.make_threaded()?)
+    }
+}
+
+impl Traced<'_> {
+    fn traced(&self, mut env: Box<dyn Env>) -> Result<Box<dyn Env>, EnvError> {
         if env.trace_sources(true)? {
             self.gathered.supported.store(true, Ordering::Relaxed);
         }

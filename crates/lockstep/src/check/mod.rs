@@ -35,12 +35,14 @@ mod continuation;
 mod divergence;
 mod fork;
 mod fresh_runs;
+mod isolation;
 mod leftover;
 mod vector;
 
 pub use continuation::CONTINUATION_EPISODES;
 pub use fork::{Forker, WARM_UP_OFFSETS};
 pub use fresh_runs::{reference_seeds, FreshRuns};
+pub use isolation::ThreadIsolation;
 
 pub use divergence::{
     element_text, explain, first_divergence, step_site, Detail, Divergence, InfoChange, Site,
@@ -201,6 +203,8 @@ pub struct CheckConfig {
     pub workers: usize,
     /// `options` passed to every reset.
     pub reset_options: Value,
+    /// Fields left out of every comparison ([`crate::ignore`]).
+    pub ignore: crate::ignore::Ignore,
 }
 
 impl CheckConfig {
@@ -214,6 +218,7 @@ impl CheckConfig {
             interleaved: 3,
             workers: 4,
             reset_options: Value::Null,
+            ignore: crate::ignore::Ignore::default(),
         }
     }
 
@@ -226,6 +231,7 @@ impl CheckConfig {
             capture,
             keep_first: KeepFirst::CHECKS,
             reset_options: self.reset_options.clone(),
+            ignore: self.ignore.clone(),
             ..RolloutOptions::default()
         }
     }
@@ -331,6 +337,19 @@ pub enum CheckError {
     NoRunner,
     #[error("{check}: a worker thread panicked")]
     Panicked { check: CheckKind },
+    /// A parallel worker's instance failed on its thread (made, reset or stepped): the
+    /// parallel check's verdict, not an error of the trial, as each seed alone ran.
+    #[error("parallel: worker {worker} (seed {seed}) {at}: {error}")]
+    OnThreads {
+        worker: usize,
+        seed: u64,
+        /// `could not be made`, `failed at its reset`, `failed at step 3`.
+        at: String,
+        error: String,
+    },
+    /// The forked child running the parallel check's threads died ([`ThreadIsolation`]).
+    #[error("parallel: the process running the threads was {status}")]
+    ThreadsCrashed { status: String },
     #[error("{check}: needs at least {min} {what}, got {got}")]
     TooFew {
         check: CheckKind,
@@ -913,7 +932,18 @@ impl Ctx<'_> {
         })
     }
 
+    /// The parallel scenario: `workers` instances, each made, reset and stepped on a thread of
+    /// its own, every instance made before any reset and every reset done before any step. A worker whose instance fails is
+    /// [`CheckError::OnThreads`].
     fn parallel_runs(&self, capture: Option<u64>) -> Result<Vec<Recorded>, CheckError> {
+        match self.factory.thread_isolation() {
+            Some(isolation) => isolation::in_fork(isolation, &|| self.parallel_threads(capture)),
+            None => self.parallel_threads(capture),
+        }
+    }
+
+    /// [`Self::parallel_runs`] in this process.
+    fn parallel_threads(&self, capture: Option<u64>) -> Result<Vec<Recorded>, CheckError> {
         let w = self.cfg.workers;
         let barrier = Barrier::new(w);
         let opts = self.cfg.opts(capture);
@@ -923,42 +953,120 @@ impl Ctx<'_> {
                     let (barrier, opts) = (&barrier, &opts);
                     s.spawn(move || -> Result<Recorded, CheckError> {
                         let seed = self.cfg.seed_at(i);
-                        let err = self.rollout_err(format!("worker {i} (seed {seed})"));
-                        let env = self.make();
-                        let mut env = match env {
+                        let on_threads = |at: String, error: String| CheckError::OnThreads {
+                            worker: i,
+                            seed,
+                            at,
+                            error,
+                        };
+                        let failed = |e: TraceError| match e {
+                            TraceError::Env { step: 0, source } => {
+                                on_threads("failed at its reset".into(), source.message)
+                            }
+                            TraceError::Env { step, source } => {
+                                on_threads(format!("failed at step {step}"), source.message)
+                            }
+                            other => self.rollout_err(format!("worker {i} (seed {seed})"))(other),
+                        };
+                        // Every worker's instance exists before any resets: a crash at one
+                        // reset cannot meet another instance being made.
+                        let made = self.factory.make_threaded();
+                        barrier.wait();
+                        let mut env = match made {
                             Ok(e) => e,
                             Err(e) => {
                                 barrier.wait();
-                                return Err(e);
+                                return Err(on_threads("could not be made".into(), e.message));
                             }
                         };
                         let started = Rollout::start(env.as_mut(), seed, self.cfg.steps, opts);
                         // Every worker resets before any steps: the steps overlap.
                         barrier.wait();
-                        let mut r = started.map_err(&err)?;
-                        while r.advance().map_err(&err)? {}
+                        let mut r = started.map_err(failed)?;
+                        while r.advance().map_err(failed)? {}
                         Ok(r.finish())
                     })
                 })
                 .collect();
-            handles
+            let results: Vec<_> = handles
                 .into_iter()
                 .map(|h| {
                     h.join()
                         .map_err(|_| CheckError::Panicked { check: self.kind })?
                 })
-                .collect()
+                .collect();
+            // The first worker's failure, in worker order (not the order they happened in).
+            results.into_iter().collect()
         })
     }
 
     fn parallel(&self, runner: Option<&dyn ProcessRunner>) -> Result<CheckOutcome, CheckError> {
         let n = self.cfg.workers;
         self.at_least("workers", n)?;
-        self.multi_env(n, &["on parallel threads"], runner, |_, c| {
+        let checked = self.multi_env(n, &["on parallel threads"], runner, |_, c| {
             self.parallel_runs(c)
-        })
+        });
+        match checked {
+            Err(CheckError::OnThreads {
+                worker,
+                seed,
+                at,
+                error,
+            }) => Ok(self.not_thread_safe(n, worker, seed, &at, &error)),
+            Err(CheckError::ThreadsCrashed { status }) => Ok(self.crashed_on_threads(n, &status)),
+            other => other,
+        }
     }
 
+    /// The parallel verdict of an env whose instances fail on threads of their own while each
+    /// seed alone ran: said in words, with the env's error (the check's other instances and
+    /// every other check are unaffected).
+    fn not_thread_safe(
+        &self,
+        n: usize,
+        worker: usize,
+        seed: u64,
+        at: &str,
+        error: &str,
+    ) -> CheckOutcome {
+        let said = env_words(error.lines().next().unwrap_or_default());
+        let summary = format!(
+            "the env is not thread-safe: {said} (worker {worker} of {n}, seed {seed}, {at} on a thread of its own; each seed alone ran)"
+        );
+        self.failed_on_threads(
+            format!("seed {seed} alone"),
+            format!("seed {seed} on parallel threads"),
+            summary,
+        )
+    }
+
+    /// The parallel verdict of an env that crashed the (forked) process its threads ran in.
+    fn crashed_on_threads(&self, n: usize, status: &str) -> CheckOutcome {
+        let seeds = format!("{}..={}", self.cfg.seed, self.cfg.seed_at(n - 1));
+        self.failed_on_threads(
+            "each seed alone".into(),
+            "on parallel threads".into(),
+            format!(
+                "the env is not thread-safe: it crashed the process its {n} threads (seeds {seeds}) ran in, {status}; they ran in a process forked from this one, which lives on, and each seed alone ran"
+            ),
+        )
+    }
+
+    fn failed_on_threads(&self, left: String, right: String, summary: String) -> CheckOutcome {
+        CheckOutcome {
+            check: self.kind,
+            applicable: true,
+            passed: false,
+            summary,
+            left,
+            right,
+            episode: Digest::ZERO,
+            transitions: 0,
+            divergence: None,
+            timeline: None,
+            episodes: Vec::new(),
+        }
+    }
     fn other_process(&self, runner: &dyn ProcessRunner) -> Result<CheckOutcome, CheckError> {
         let (seed, steps) = (self.cfg.seed, self.cfg.steps);
         let id = self.factory.id();
@@ -988,6 +1096,19 @@ impl Ctx<'_> {
                 Ok(self.failed((&here, &child), l, r, d, summary))
             }
         }
+    }
+}
+
+/// The env's own words in the first line of an instance's error: what follows `the env
+/// failed: ` (an exception the env answered), or the fault from `the process ` on (it ended
+/// with a signal, closed its stdout); else the whole line.
+fn env_words(line: &str) -> &str {
+    if let Some((_, said)) = line.rsplit_once(": the env failed: ") {
+        return said;
+    }
+    match line.find(": the process ") {
+        Some(i) => &line[i + 2..],
+        None => line,
     }
 }
 

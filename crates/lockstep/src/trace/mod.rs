@@ -925,6 +925,9 @@ pub struct RolloutOptions {
     /// Start with the env's unseeded reset ([`Env::reset_unseeded`]), as a training loop does
     /// after its first episode; the rollout's seed then seeds only the action sampler.
     pub unseeded: bool,
+    /// Fields removed from every transition before it is digested, kept or captured
+    /// ([`crate::ignore`]); the actions are sampled from the unfiltered transition.
+    pub ignore: crate::ignore::Ignore,
 }
 
 impl Default for RolloutOptions {
@@ -937,6 +940,7 @@ impl Default for RolloutOptions {
             reset_options: Value::Null,
             action_seed: None,
             unseeded: false,
+            ignore: crate::ignore::Ignore::default(),
         }
     }
 }
@@ -989,6 +993,23 @@ pub struct Rollout<'e> {
     capture: Option<u64>,
     captured: Option<Transition>,
     kept: KeptPrefix,
+    ignore: crate::ignore::Ignore,
+    /// The last transition with the ignored fields removed (none when nothing is ignored).
+    filtered: Option<Transition>,
+}
+
+/// `t` as the rollout records it: itself, or a copy in `filtered` without the ignored fields.
+fn shown<'a>(
+    ignore: &crate::ignore::Ignore,
+    filtered: &'a mut Option<Transition>,
+    t: &'a Transition,
+) -> &'a Transition {
+    if ignore.is_empty() {
+        return t;
+    }
+    let copy = filtered.insert(t.clone());
+    ignore.apply(copy);
+    copy
 }
 
 /// A finished rollout: its trace, the captured transition if one was asked for and reached,
@@ -1021,6 +1042,8 @@ impl<'e> Rollout<'e> {
             capture: opts.capture,
             captured: None,
             kept: KeptPrefix::new(opts.keep_first),
+            ignore: opts.ignore.clone(),
+            filtered: None,
         };
         let t = if opts.unseeded {
             r.env
@@ -1030,11 +1053,12 @@ impl<'e> Rollout<'e> {
             r.env.reset(seed, &opts.reset_options)
         }
         .map_err(|source| TraceError::Env { step: 0, source })?;
-        r.tracer.record(t)?;
+        let seen = shown(&r.ignore, &mut r.filtered, t);
+        r.tracer.record(seen)?;
         if r.capture == Some(0) {
-            r.captured = Some(t.clone());
+            r.captured = Some(seen.clone());
         }
-        r.kept.offer(t);
+        r.kept.offer(seen);
         r.done = t.is_done();
         r.next = r.sampler.sample(t);
         Ok(r)
@@ -1055,11 +1079,12 @@ impl<'e> Rollout<'e> {
             .env
             .step(&self.next)
             .map_err(|source| TraceError::Env { step, source })?;
-        self.tracer.record(t)?;
+        let seen = shown(&self.ignore, &mut self.filtered, t);
+        self.tracer.record(seen)?;
         if self.capture == Some(step) {
-            self.captured = Some(t.clone());
+            self.captured = Some(seen.clone());
         }
-        self.kept.offer(t);
+        self.kept.offer(seen);
         self.taken = step;
         self.done = t.is_done();
         self.next = self.sampler.sample(t);
