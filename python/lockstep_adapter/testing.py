@@ -425,6 +425,58 @@ class Clicker(gymnasium.Env):
         return self._obs(), float(hit), hit, self.t >= self.horizon, {}
 
 
+# Resets of every :class:`PageClicker` in this process: the shared cache of ``bug="shared_cache"``.
+_PAGE_VISITS = 0
+
+
+class PageClicker(Clicker):
+    """:class:`Clicker` with the rest of a web page's observation: an accessibility tree
+    (``axtree_txt``, lines of text) and a screenshot (``screenshot``, ``uint8 [16, 24, 3]``),
+    both drawn from the target and the step. ``bug="shared_cache"`` keeps a visit counter
+    for the whole process, as a browser cache shared by every instance: the tree's ``visits``
+    line and a band of the screenshot show it, so an episode depends on the instances before
+    it, and a divergence shows as a line diff and a pixel mask."""
+
+    def __init__(self, bug=None, horizon=8):
+        if bug not in (None, "shared_cache"):
+            raise ValueError(f"unknown bug {bug!r} (known: shared_cache)")
+        super().__init__(horizon=horizon)
+        self.page_bug = bug
+        self.visits = 0
+        self.observation_space = spaces.Dict(
+            dict(
+                self.observation_space.spaces,
+                axtree_txt=spaces.Text(max_length=4096, charset="abcdefghijklmnopqrstuvwxyz0123456789()'_ :[]\n"),
+                screenshot=spaces.Box(0, 255, (16, 24, 3), np.uint8),
+            )
+        )
+
+    def _obs(self):
+        obs = super()._obs()
+        lines = ["RootWebArea 'click test'", f"  heading 'step {self.t}'"]
+        lines += [f"  [b{i}] button 'b{i}'" for i in range(self.BUTTONS)]
+        lines.append(f"  status 'visits {self.visits}'")
+        shot = np.full((16, 24, 3), 240, np.uint8)
+        shot[2:6, 4 * self.target : 4 * self.target + 4] = (30, 90, 200)
+        shot[12:14, : min(self.visits, 24)] = (200, 30, 30)
+        obs.update(axtree_txt="\n".join(lines), screenshot=shot)
+        return obs
+
+    def reset(self, seed=None, options=None):
+        global _PAGE_VISITS
+        if self.page_bug == "shared_cache":
+            _PAGE_VISITS += 1
+            self.visits = _PAGE_VISITS
+        else:
+            self.visits = 1
+        return super().reset(seed=seed, options=options)
+
+
+def page_clicker(bug=None, horizon=8):
+    """Factory of :class:`PageClicker` (a text tree and a screenshot besides the clicker's)."""
+    return PageClicker(bug=bug, horizon=horizon)
+
+
 # The process-global client of :class:`ThreadBoundClicker`, as BrowserGym keeps one sync
 # Playwright for the whole process.
 _CLIENT = None

@@ -319,11 +319,25 @@ fn check_lines(c: &CheckOutcome) -> Vec<String> {
     {
         lines.push(format!("note: {note}"));
     }
+    let parsed = c
+        .divergence
+        .as_ref()
+        .and_then(|d| serde_json::from_value::<lockstep::check::Divergence>(d.clone()).ok());
+    if let Some(d) = parsed {
+        let (left, right) = c
+            .timeline
+            .as_ref()
+            .map_or(("left", "right"), |t| (&t.left_label, &t.right_label));
+        lines.extend(d.more_lines(left, right, MAX_ALSO_SITES));
+    }
     if let Some(cause) = &c.cause {
         lines.extend(cause.lines(MAX_CAUSE_SITES));
     }
     lines
 }
+
+/// Other differing parts of a divergent step shown (the rest are in report.json).
+const MAX_ALSO_SITES: usize = 6;
 
 /// Sites of a cause shown after the first (the rest are in report.json).
 const MAX_CAUSE_SITES: usize = 3;

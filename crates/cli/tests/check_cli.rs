@@ -214,6 +214,7 @@ fn faulty_fixtures_fail_the_right_check_at_the_right_place() {
 
 /// Issue 12: this run printed 586 lines, the same failure once per seed, each with a JSON
 /// blob. Grouped across seeds it fits a screen, in words, each block ending with its replay.
+/// (Issue 30 lists the other parts that differ at the first divergent step: 2 lines a block.)
 #[test]
 fn failures_are_grouped_across_seeds_in_words() {
     let out = out_dir("grouped");
@@ -228,7 +229,7 @@ fn failures_are_grouped_across_seeds_in_words() {
     let text = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{text}");
     let lines = text.lines().count();
-    assert!(lines < 60, "{lines} lines:\n{text}");
+    assert!(lines < 72, "{lines} lines:\n{text}");
     assert!(!text.contains("{\""), "no JSON on the terminal:\n{text}");
     assert!(
         text.contains("\ncolumns: conformity = "),

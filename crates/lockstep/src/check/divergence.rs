@@ -6,13 +6,22 @@
 //! [`Site`]. With the full transitions of that step on both sides, [`explain`] adds the
 //! [`Detail`]: the first differing element with both values and the dtype (or the shape/dtype
 //! mismatch), the JSON Pointer changes of an info, or the first differing log line with the
-//! character where it differs.
+//! character where it differs. A text observation gets a line diff ([`text_diff`]) and an
+//! image observation both frames and a mask ([`frames`]).
+//!
+//! The first site is the divergence; every other part that differs at that step is listed in
+//! [`Divergence::also`] (up to [`ALSO_MAX`], then counted), so a clock stamped into one key
+//! does not hide a second key that differs for another reason.
 
 use lockstep_canon::{Profile, Value};
 
+use super::{frames, text_diff};
 use crate::diff;
 use crate::env::{Array, ArrayData, Transition};
 use crate::trace::StepDigest;
+
+/// Other differing parts of the divergent step listed; the rest are counted.
+pub const ALSO_MAX: usize = 16;
 
 /// The first place two traces differ.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -26,6 +35,26 @@ pub struct Divergence {
     /// Caveats (e.g. the re-run to capture the step did not reproduce the difference).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Every other part that differs at the same step, in comparison order (at most
+    /// [`ALSO_MAX`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<OtherSite>,
+    /// Differing parts of the step past [`ALSO_MAX`], not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub also_more: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Another part that differs at the divergent step, with its detail when the step's
+/// transitions were available.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OtherSite {
+    pub site: Site,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Detail>,
 }
 
 /// What differs at the divergent step.
@@ -92,6 +121,39 @@ pub enum Detail {
     },
     /// Info changes by JSON Pointer, values as canonical JSON (profile python).
     Info { changes: Vec<InfoChange> },
+    /// A text observation (UTF-8 bytes: an axtree, a DOM, a mission) as a line diff.
+    Text {
+        /// First differing line (0-based) and that line on each side (`None`: no such line).
+        line: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        left: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        right: Option<String>,
+        /// Unified diff lines (see [`text_diff::line_diff`]).
+        diff: Vec<String>,
+        /// Diff lines left out.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        diff_more: u64,
+    },
+    /// An image observation: the first differing element, how many pixels differ and where,
+    /// and (when small enough) both frames and the mask as base64 PNG.
+    Image {
+        index: u64,
+        multi_index: Vec<u64>,
+        left: String,
+        right: String,
+        shape: Vec<usize>,
+        differing_pixels: u64,
+        pixels: u64,
+        /// `[top, left, bottom, right]`, bottom and right exclusive.
+        bbox: [u64; 4],
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        left_png: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        right_png: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mask_png: Option<String>,
+    },
     /// First differing log line (0-based) and the first differing character in it (0-based,
     /// in Unicode scalar values); a side without that line is `None`.
     Log {
@@ -117,12 +179,21 @@ pub struct InfoChange {
 /// The first divergence of two traces' step digests, site-level only; `None` when equal.
 pub fn first_divergence(left: &[StepDigest], right: &[StepDigest]) -> Option<Divergence> {
     for (a, b) in left.iter().zip(right) {
-        if let Some(site) = step_site(a, b) {
+        let mut sites = step_sites(a, b).into_iter();
+        if let Some(site) = sites.next() {
+            let rest: Vec<Site> = sites.collect();
+            let also_more = rest.len().saturating_sub(ALSO_MAX) as u64;
             return Some(Divergence {
                 step: a.step,
                 site,
                 detail: None,
                 note: None,
+                also: rest
+                    .into_iter()
+                    .take(ALSO_MAX)
+                    .map(|site| OtherSite { site, detail: None })
+                    .collect(),
+                also_more,
             });
         }
     }
@@ -134,6 +205,8 @@ pub fn first_divergence(left: &[StepDigest], right: &[StepDigest]) -> Option<Div
         },
         detail: None,
         note: None,
+        also: Vec::new(),
+        also_more: 0,
     })
 }
 
@@ -141,77 +214,97 @@ fn reward_text(x: f64) -> String {
     format!("{x:?}")
 }
 
-/// What differs between two digests of the same step, `None` when they are equal.
+/// What differs first between two digests of the same step, `None` when they are equal.
 pub fn step_site(a: &StepDigest, b: &StepDigest) -> Option<Site> {
+    step_sites(a, b).into_iter().next()
+}
+
+/// Every part that differs between two digests of the same step, in comparison order (empty
+/// when they are equal). Agents present on both sides are compared even when the agent sets
+/// differ, and the keys both observations have even when the key sets differ.
+pub fn step_sites(a: &StepDigest, b: &StepDigest) -> Vec<Site> {
+    let mut sites = Vec::new();
     if a.digest == b.digest && a.step == b.step {
-        return None;
+        return sites;
     }
     let names = |s: &StepDigest| s.agents.keys().cloned().collect::<Vec<_>>();
     if names(a) != names(b) {
-        return Some(Site::Agents {
+        sites.push(Site::Agents {
             left: names(a),
             right: names(b),
         });
     }
     for (agent, x) in &a.agents {
-        let y = &b.agents[agent];
+        let Some(y) = b.agents.get(agent) else {
+            continue;
+        };
         if x.digest == y.digest {
             continue;
         }
+        let found = sites.len();
         let agent = agent.clone();
         let keys = |m: &std::collections::BTreeMap<String, _>| m.keys().cloned().collect();
         let (kx, ky): (Vec<String>, Vec<String>) = (keys(&x.obs), keys(&y.obs));
         if kx != ky {
-            return Some(Site::ObsKeys {
-                agent,
+            sites.push(Site::ObsKeys {
+                agent: agent.clone(),
                 left: kx,
                 right: ky,
             });
         }
-        if let Some(key) = x.obs.iter().find(|(k, d)| y.obs[*k] != **d).map(|(k, _)| k) {
-            return Some(Site::Obs {
-                agent,
-                key: key.clone(),
-            });
+        for (key, d) in &x.obs {
+            if y.obs.get(key).is_some_and(|e| e != d) {
+                sites.push(Site::Obs {
+                    agent: agent.clone(),
+                    key: key.clone(),
+                });
+            }
         }
         if x.reward.to_bits() != y.reward.to_bits() {
-            return Some(Site::Reward {
-                agent,
+            sites.push(Site::Reward {
+                agent: agent.clone(),
                 left: reward_text(x.reward),
                 right: reward_text(y.reward),
             });
         }
         if x.terminated != y.terminated {
-            return Some(Site::Terminated {
-                agent,
+            sites.push(Site::Terminated {
+                agent: agent.clone(),
                 left: x.terminated,
                 right: y.terminated,
             });
         }
         if x.truncated != y.truncated {
-            return Some(Site::Truncated {
-                agent,
+            sites.push(Site::Truncated {
+                agent: agent.clone(),
                 left: x.truncated,
                 right: y.truncated,
             });
         }
         if x.info != y.info {
-            return Some(Site::Info { agent });
+            sites.push(Site::Info {
+                agent: agent.clone(),
+            });
         }
-        // Only the reward's NaN payload can differ unseen here (JSON keeps no payloads).
-        return Some(Site::Reward {
-            agent,
-            left: reward_text(x.reward),
-            right: reward_text(y.reward),
-        });
+        if sites.len() == found {
+            // Only the reward's NaN payload can differ unseen here (JSON keeps no payloads).
+            sites.push(Site::Reward {
+                agent,
+                left: reward_text(x.reward),
+                right: reward_text(y.reward),
+            });
+        }
     }
     if a.logs != b.logs {
-        return Some(Site::Logs {
+        sites.push(Site::Logs {
             left_lines: a.log_lines,
             right_lines: b.log_lines,
         });
     }
-    Some(Site::Step)
+    if sites.is_empty() {
+        sites.push(Site::Step);
+    }
+    sites
 }
 
 /// The element-level detail of `site` from the two transitions of its step, `None` when the
@@ -221,7 +314,9 @@ pub fn explain(site: &Site, left: &Transition, right: &Transition) -> Option<Det
         Site::Obs { agent, key } => {
             let a = left.agents.get(agent)?.obs.get(key)?;
             let b = right.agents.get(agent)?.obs.get(key)?;
-            array_detail(a, b)
+            text_detail(a, b)
+                .or_else(|| image_detail(a, b))
+                .or_else(|| array_detail(a, b))
         }
         Site::Info { agent } => {
             let a = &left.agents.get(agent)?.info;
@@ -253,6 +348,68 @@ pub fn explain(site: &Site, left: &Transition, right: &Transition) -> Option<Det
         Site::Logs { .. } => log_detail(&left.logs, &right.logs),
         _ => None,
     }
+}
+
+/// Bytes of a `uint8` array.
+fn bytes_of(a: &Array) -> Option<&[u8]> {
+    match a.data() {
+        ArrayData::U8(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// Two 1-D `uint8` observations that both read as text, as a line diff.
+fn text_detail(a: &Array, b: &Array) -> Option<Detail> {
+    if a.shape().len() != 1 || b.shape().len() != 1 {
+        return None;
+    }
+    let (x, y) = (
+        text_diff::as_text(bytes_of(a)?)?,
+        text_diff::as_text(bytes_of(b)?)?,
+    );
+    let d = text_diff::line_diff(x, y)?;
+    Some(Detail::Text {
+        line: d.first_line,
+        left: d.left,
+        right: d.right,
+        diff: d.lines,
+        diff_more: d.more,
+    })
+}
+
+/// Two `uint8` image observations of one shape: where they differ, and the pictures.
+fn image_detail(a: &Array, b: &Array) -> Option<Detail> {
+    if a.shape() != b.shape() {
+        return None;
+    }
+    let f = frames::frame_diff(a.shape(), bytes_of(a)?, bytes_of(b)?)?;
+    let Some(Detail::Element {
+        index,
+        multi_index,
+        left,
+        right,
+        ..
+    }) = array_detail(a, b)
+    else {
+        return None;
+    };
+    let [left_png, right_png, mask_png] = match f.pngs {
+        Some([l, r, m]) => [Some(l), Some(r), Some(m)],
+        None => [None, None, None],
+    };
+    Some(Detail::Image {
+        index,
+        multi_index,
+        left,
+        right,
+        shape: a.shape().to_vec(),
+        differing_pixels: f.differing_pixels,
+        pixels: f.pixels,
+        bbox: f.bbox,
+        left_png,
+        right_png,
+        mask_png,
+    })
 }
 
 fn log_detail(a: &[String], b: &[String]) -> Option<Detail> {
@@ -392,9 +549,47 @@ impl Site {
     }
 }
 
+/// A line of text for a one-line description: quoted, cut at [`QUOTED_CHARS_MAX`] characters.
+fn quote_line(s: &Option<String>) -> String {
+    match s {
+        Some(s) if s.chars().count() > QUOTED_CHARS_MAX => {
+            let cut: String = s.chars().take(QUOTED_CHARS_MAX).collect();
+            format!("{cut:?}...")
+        }
+        other => quote(other),
+    }
+}
+
+/// Characters of a text line quoted in a one-line description.
+const QUOTED_CHARS_MAX: usize = 160;
+
 impl Detail {
     pub fn describe(&self, left: &str, right: &str) -> String {
         match self {
+            Detail::Text {
+                line,
+                left: a,
+                right: b,
+                ..
+            } => format!(
+                "text, line {line}: {left} {}, {right} {}",
+                quote_line(a),
+                quote_line(b)
+            ),
+            Detail::Image {
+                index,
+                multi_index,
+                left: a,
+                right: b,
+                shape,
+                differing_pixels,
+                pixels,
+                bbox,
+                ..
+            } => format!(
+                "image {shape:?}: {differing_pixels} of {pixels} pixels differ (rows {}..{}, columns {}..{}); element {index} {multi_index:?}: {left} {a}, {right} {b}",
+                bbox[0], bbox[2], bbox[1], bbox[3]
+            ),
             Detail::Element {
                 index,
                 multi_index,
@@ -450,6 +645,52 @@ impl Divergence {
             s.push_str(&d.describe(left, right));
         }
         s
+    }
+
+    /// Fills the detail of the site and of every other listed site from the two transitions of
+    /// the step; whether the site's own detail was found.
+    pub fn explain_from(&mut self, left: &Transition, right: &Transition) -> bool {
+        self.detail = explain(&self.site, left, right);
+        for other in &mut self.also {
+            other.detail = explain(&other.site, left, right);
+        }
+        self.detail.is_some()
+    }
+
+    /// Lines for people under [`Divergence::describe`]: the site's text diff, then the other
+    /// parts that differ at the step (at most `max_also`, then a count), each with its detail.
+    pub fn more_lines(&self, left: &str, right: &str, max_also: usize) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(Detail::Text {
+            diff, diff_more, ..
+        }) = &self.detail
+        {
+            lines.push(format!("line diff, - {left}, + {right}:"));
+            lines.extend(diff.iter().map(|l| format!("  {l}")));
+            if *diff_more > 0 {
+                lines.push(format!("  (+{diff_more} more diff lines)"));
+            }
+        }
+        let total = self.also.len() as u64 + self.also_more;
+        if total > 0 {
+            lines.push(format!(
+                "{total} more part(s) differ at step {}:",
+                self.step
+            ));
+        }
+        for other in self.also.iter().take(max_also) {
+            let mut s = format!("  {}", other.site.describe(left, right));
+            if let Some(d) = &other.detail {
+                s.push_str(": ");
+                s.push_str(&d.describe(left, right));
+            }
+            lines.push(s);
+        }
+        let unlisted = total.saturating_sub(max_also.min(self.also.len()) as u64);
+        if unlisted > 0 && !self.also.is_empty() {
+            lines.push(format!("  (+{unlisted} more in report.json)"));
+        }
+        lines
     }
 
     /// The agent of the site, if it names one.
@@ -538,6 +779,124 @@ mod tests {
             panic!()
         };
         assert_eq!((line, right), (1, None));
+    }
+
+    fn digest(byte: u8) -> crate::trace::Digest {
+        crate::trace::Digest([byte; 32])
+    }
+
+    /// A step of one agent `a` whose observation keys have the given digests.
+    fn step(obs: &[(&str, u8)], reward: f64, info: u8) -> StepDigest {
+        let agent = crate::trace::AgentDigest {
+            digest: digest(obs.iter().map(|o| o.1).sum::<u8>() ^ info ^ reward as u8),
+            obs: obs
+                .iter()
+                .map(|(k, d)| (k.to_string(), digest(*d)))
+                .collect(),
+            reward,
+            terminated: false,
+            truncated: false,
+            info: digest(info),
+        };
+        StepDigest {
+            step: 3,
+            digest: agent.digest,
+            agents: [("a".to_string(), agent)].into(),
+            logs: digest(0),
+            log_lines: 0,
+        }
+    }
+
+    #[test]
+    fn every_differing_part_of_the_step_is_listed() {
+        let left = step(&[("axtree", 1), ("clock", 2), ("screenshot", 3)], 0.0, 9);
+        let right = step(&[("axtree", 4), ("clock", 5), ("screenshot", 3)], 1.0, 8);
+        let sites = step_sites(&left, &right);
+        let keys: Vec<String> = sites
+            .iter()
+            .map(|s| s.describe("l", "r").to_string())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "agent \"a\", obs key \"axtree\"",
+                "agent \"a\", obs key \"clock\"",
+                "agent \"a\", reward: l 0.0, r 1.0",
+                "agent \"a\", info"
+            ]
+        );
+        let d = first_divergence(std::slice::from_ref(&left), &[right]).unwrap();
+        assert_eq!(d.site, sites[0]);
+        assert_eq!(
+            d.also.iter().map(|o| o.site.clone()).collect::<Vec<_>>(),
+            sites[1..]
+        );
+        assert_eq!(d.also_more, 0);
+        assert!(step_sites(&left, &left).is_empty());
+    }
+
+    #[test]
+    fn past_the_limit_the_other_parts_are_counted() {
+        let keys: Vec<String> = (0..ALSO_MAX + 5).map(|i| format!("k{i:02}")).collect();
+        let obs = |d: u8| keys.iter().map(|k| (k.as_str(), d)).collect::<Vec<_>>();
+        let d = first_divergence(&[step(&obs(1), 0.0, 0)], &[step(&obs(2), 0.0, 0)]).unwrap();
+        assert_eq!(d.also.len(), ALSO_MAX);
+        assert_eq!(d.also_more, 4);
+        let lines = d.more_lines("l", "r", 2);
+        assert_eq!(
+            lines[0],
+            format!("{} more part(s) differ at step 3:", ALSO_MAX + 4)
+        );
+        assert_eq!(
+            lines.last().unwrap(),
+            &format!("  (+{} more in report.json)", ALSO_MAX + 2)
+        );
+        let back: Divergence = serde_json::from_value(serde_json::to_value(&d).unwrap()).unwrap();
+        assert_eq!(back, d);
+    }
+
+    #[test]
+    fn text_observations_are_diffed_by_line() {
+        let text = |s: &str| arr(ArrayData::U8(s.as_bytes().to_vec()), &[s.len()]);
+        let a = text("RootWebArea 'page'\n  button 'OK'\n  status 'visits 1'");
+        let b = text("RootWebArea 'page'\n  button 'OK'\n  status 'visits 2'");
+        let Some(Detail::Text {
+            line, left, diff, ..
+        }) = text_detail(&a, &b)
+        else {
+            panic!("{:?}", text_detail(&a, &b))
+        };
+        assert_eq!((line, left.as_deref()), (2, Some("  status 'visits 1'")));
+        assert!(
+            diff.contains(&"+  status 'visits 2'".to_string()),
+            "{diff:?}"
+        );
+        // Bytes that are not text keep the element detail.
+        let bytes = arr(ArrayData::U8(vec![0, 1, 2]), &[3]);
+        let other = arr(ArrayData::U8(vec![0, 1, 3]), &[3]);
+        assert_eq!(text_detail(&bytes, &other), None);
+    }
+
+    #[test]
+    fn image_observations_get_frames_and_a_mask() {
+        let a = arr(ArrayData::U8(vec![10; 8 * 8 * 3]), &[8, 8, 3]);
+        let mut changed = vec![10; 8 * 8 * 3];
+        changed[(8 + 2) * 3] = 11;
+        let b = arr(ArrayData::U8(changed), &[8, 8, 3]);
+        let Some(Detail::Image {
+            index,
+            multi_index,
+            differing_pixels,
+            bbox,
+            mask_png,
+            ..
+        }) = image_detail(&a, &b)
+        else {
+            panic!()
+        };
+        assert_eq!((index, multi_index), (30, vec![1, 2, 0]));
+        assert_eq!((differing_pixels, bbox), (1, [1, 2, 2, 3]));
+        assert!(mask_png.is_some());
     }
 
     #[test]

@@ -34,9 +34,11 @@
 mod continuation;
 mod divergence;
 mod fork;
+mod frames;
 mod fresh_runs;
 mod isolation;
 mod leftover;
+mod text_diff;
 mod vector;
 
 pub use continuation::CONTINUATION_EPISODES;
@@ -45,8 +47,10 @@ pub use fresh_runs::{reference_seeds, FreshRuns};
 pub use isolation::ThreadIsolation;
 
 pub use divergence::{
-    element_text, explain, first_divergence, step_site, Detail, Divergence, InfoChange, Site,
+    element_text, explain, first_divergence, step_site, step_sites, Detail, Divergence, InfoChange,
+    OtherSite, Site, ALSO_MAX,
 };
+pub use text_diff::{line_diff, LineDiff};
 
 use std::fmt;
 use std::str::FromStr;
@@ -1147,16 +1151,18 @@ impl Ctx<'_> {
     ) -> Result<Divergence, CheckError> {
         let k = d.step;
         if let (Some(a), Some(b)) = (first.0.kept_at(k), first.1.kept_at(k)) {
-            d.detail = explain(&d.site, a, b);
+            d.explain_from(a, b);
             d.note = None;
             return Ok(d);
         }
         // The other sites carry both values already: nothing to re-run for.
-        let wants_detail = matches!(
-            d.site,
-            Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. }
-        );
-        if !wants_detail {
+        let wants_detail = |site: &Site| {
+            matches!(
+                site,
+                Site::Obs { .. } | Site::Info { .. } | Site::Logs { .. }
+            )
+        };
+        if !wants_detail(&d.site) && !d.also.iter().any(|o| wants_detail(&o.site)) {
             return Ok(d);
         }
         for attempt in 1..=RERUNS {
@@ -1165,22 +1171,27 @@ impl Ctx<'_> {
                 step_of(first, k).map(|s| s.digest) == step_of(again, k).map(|s| s.digest)
             };
             let both_reproduced = reproduced(first.0, &left) && reproduced(first.1, &right);
-            let detail = match (&left.captured, &right.captured) {
-                (Some(a), Some(b)) => explain(&d.site, a, b),
-                _ => None,
+            let explained = match (&left.captured, &right.captured) {
+                (Some(a), Some(b)) => {
+                    // A site that needs no detail (a reward) counts as explained by the others'.
+                    d.explain_from(a, b)
+                        || (!wants_detail(&d.site) && d.also.iter().any(|o| o.detail.is_some()))
+                }
+                _ => {
+                    d.detail = None;
+                    false
+                }
             };
-            let explained = detail.is_some();
-            d.note = match (&detail, both_reproduced) {
+            d.note = match (explained, both_reproduced) {
                 (_, true) => None,
-                (Some(_), false) => Some(format!(
+                (true, false) => Some(format!(
                     "values from a re-run to step {k}: the env does not reproduce its own runs, so they may differ from the first run's"
                 )),
-                (None, false) => Some(format!(
+                (false, false) => Some(format!(
                     "{} to step {k} did not reproduce the difference: the env is not deterministic",
                     if attempt == 1 { "a re-run".to_string() } else { format!("{attempt} re-runs") }
                 )),
             };
-            d.detail = detail;
             if explained || both_reproduced {
                 break;
             }

@@ -35,7 +35,9 @@ pre.replay{background:#1d1d1f;color:#f5f5f7;padding:.6em;user-select:all;white-s
 table.divergence th{width:9em}table.nested,table.states table{margin:0}table.nested th,table.nested td{padding:.1em .4em}\
 tr.differs>th{background:#fdecea}details.detail>summary{cursor:pointer;color:#555}section.env{border-left:4px solid #1565c0;padding-left:1em;margin:1em 0}\
 div.plots{display:flex;flex-wrap:wrap;gap:1.5em}svg.plot{display:block}p.plots-caption{color:#333;max-width:60em}\
-svg.timeline{max-width:100%;height:auto;display:block;margin:.4em 0}ul.errors{margin:.3em 0}.legend{color:#555;max-width:60em}";
+svg.timeline{max-width:100%;height:auto;display:block;margin:.4em 0}ul.errors{margin:.3em 0}.legend{color:#555;max-width:60em}\
+pre.line-diff{max-height:30em;overflow:auto}pre.line-diff span{display:block;min-height:1.4em}.del{background:#fdecea}.ins{background:#e8f5e9}.hunk{color:#1565c0}\
+div.frames{display:flex;flex-wrap:wrap;gap:1em}div.frames figure{margin:0}div.frames img{width:320px;max-width:100%;height:auto;image-rendering:pixelated;border:1px solid #ccc}";
 
 /// Renders the report as a complete HTML document, without replay commands.
 pub fn render_html(report: &Report) -> String {

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::esc;
+use crate::check::{line_diff, Detail, Divergence};
 
 /// The first divergence as a small table: step, agent, key, element, both values, the note.
 pub(super) fn divergence_table(h: &mut String, d: &Value, left: &str, right: &str) {
@@ -42,6 +43,34 @@ pub(super) fn divergence_table(h: &mut String, d: &Value, left: &str, right: &st
                 text("/detail/changes/0/left"),
                 text("/detail/changes/0/right"),
             )
+        }
+        Some("text") => {
+            rows.push(("text line".into(), text("/detail/line").unwrap_or_default()));
+            (text("/detail/left"), text("/detail/right"))
+        }
+        Some("image") => {
+            let bbox = |i: usize| text(&format!("/detail/bbox/{i}")).unwrap_or_default();
+            rows.push((
+                "image".into(),
+                format!(
+                    "{} of {} pixels differ, rows {}..{}, columns {}..{}",
+                    text("/detail/differing_pixels").unwrap_or_default(),
+                    text("/detail/pixels").unwrap_or_default(),
+                    bbox(0),
+                    bbox(2),
+                    bbox(1),
+                    bbox(3)
+                ),
+            ));
+            rows.push((
+                "element".into(),
+                format!(
+                    "{} {} (uint8)",
+                    text("/detail/index").unwrap_or_default(),
+                    text("/detail/multi_index").unwrap_or_default()
+                ),
+            ));
+            (text("/detail/left"), text("/detail/right"))
         }
         Some("log") => {
             rows.push((
@@ -87,6 +116,131 @@ pub(super) fn divergence_table(h: &mut String, d: &Value, left: &str, right: &st
         );
     }
     h.push_str("</tbody></table>\n");
+    if let Ok(d) = serde_json::from_value::<Divergence>(d.clone()) {
+        pictures(h, &d, left, right);
+    }
+}
+
+/// What a table row cannot show: the line diff of a text, both frames and the mask of an
+/// image (the site's and the other differing parts'), the list of the other parts that differ.
+fn pictures(h: &mut String, d: &Divergence, left: &str, right: &str) {
+    if let Some(detail) = &d.detail {
+        detail_picture(h, detail, left, right);
+    }
+    if d.also.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<table class=\"divergence\"><caption>{} more part(s) differ at step {}</caption><tbody>",
+        d.also.len() as u64 + d.also_more,
+        d.step
+    );
+    for other in &d.also {
+        let what = other.site.describe(left, right);
+        let how = other
+            .detail
+            .as_ref()
+            .map(|x| x.describe(left, right))
+            .unwrap_or_default();
+        let _ = write!(
+            h,
+            "<tr><th><code>{}</code></th><td><code>{}</code></td></tr>",
+            esc(&what),
+            esc(&how)
+        );
+    }
+    if d.also_more > 0 {
+        let _ = write!(
+            h,
+            "<tr><td colspan=\"2\" class=\"na\">{} more in report.json</td></tr>",
+            d.also_more
+        );
+    }
+    h.push_str("</tbody></table>\n");
+    for other in &d.also {
+        if let Some(detail) = &other.detail {
+            let before = h.len();
+            detail_picture(h, detail, left, right);
+            if h.len() > before {
+                let caption = other.site.describe(left, right);
+                h.insert_str(before, &format!("<p class=\"na\">{}:</p>", esc(&caption)));
+            }
+        }
+    }
+}
+
+fn detail_picture(h: &mut String, detail: &Detail, left: &str, right: &str) {
+    match detail {
+        Detail::Text {
+            diff, diff_more, ..
+        } => line_diff_pre(h, diff, *diff_more, left, right),
+        Detail::Image {
+            left_png: Some(a),
+            right_png: Some(b),
+            mask_png: Some(m),
+            ..
+        } => {
+            h.push_str("<div class=\"frames\">");
+            for (src, caption) in [
+                (a, left.to_string()),
+                (b, right.to_string()),
+                (m, "differing pixels (white)".to_string()),
+            ] {
+                let _ = write!(
+                    h,
+                    "<figure><img alt=\"{0}\" src=\"data:image/png;base64,{1}\"><figcaption>{0}</figcaption></figure>",
+                    esc(&caption),
+                    src
+                );
+            }
+            h.push_str("</div>\n");
+        }
+        Detail::Info { changes } => {
+            // A changed string of several lines (a page's text in an info) as a line diff.
+            let string = |v: &Option<String>| {
+                v.as_deref()
+                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                    .and_then(|v| v.as_str().map(str::to_string))
+            };
+            for c in changes.iter().take(1) {
+                if let (Some(a), Some(b)) = (string(&c.left), string(&c.right)) {
+                    if a.contains('\n') || b.contains('\n') {
+                        if let Some(d) = line_diff(&a, &b) {
+                            line_diff_pre(h, &d.lines, d.more, left, right);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A unified line diff, deletions and insertions marked.
+fn line_diff_pre(h: &mut String, lines: &[String], more: u64, left: &str, right: &str) {
+    let _ = write!(
+        h,
+        "<p class=\"na\">line diff: <span class=\"del\">- {}</span>, <span class=\"ins\">+ {}</span></p><pre class=\"line-diff\">",
+        esc(left),
+        esc(right)
+    );
+    for line in lines {
+        let class = match line.chars().next() {
+            Some('-') => "del",
+            Some('+') => "ins",
+            Some('@') => "hunk",
+            _ => "ctx",
+        };
+        let _ = write!(h, "<span class=\"{class}\">{}</span>", esc(line));
+    }
+    if more > 0 {
+        let _ = write!(
+            h,
+            "<span class=\"hunk\">({more} more diff lines in report.json)</span>"
+        );
+    }
+    h.push_str("</pre>\n");
 }
 
 /// A value in words for a table cell: strings bare, numbers and flags as written, lists of
