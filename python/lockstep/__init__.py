@@ -73,6 +73,7 @@ def check(
     budget=None,
     policy=None,
     ignore: Sequence[str] = (),
+    timings: bool = False,
 ) -> Report:
     """Runs ``lockstep check`` on a Python env, in this process: the reset-contract audit and
     the replay checks, with the CLI's verdicts and report.
@@ -102,7 +103,9 @@ def check(
     module-level function (the fresh-process checks import it by name). ``ignore``
     (``--ignore``) names fields every check leaves out, as JSON Pointers into a step such as
     ``"/obs/elapsed_time"`` or ``"/obs/chat_messages/*/timestamp"`` (docs/replay.md, "Fields
-    meant to vary"); report.json keeps them in ``params.ignore``.
+    meant to vary"); report.json keeps them in ``params.ignore``. ``timings`` (``--timings``)
+    records the wall time of the reset and each step of the runs every check compared, in
+    ``checks[].step_ms``: off by default, as times differ from run to run.
     """
     source = _resolve(env, contract, policy)
     if isinstance(ignore, str):
@@ -134,6 +137,7 @@ def check(
         seedless=bool(seedless),
         budget=_budget_seconds(budget),
         ignore=ignore,
+        timings=bool(timings),
     )
     return Report(native, skipped, _replay_for(env, source, steps, contract, ignore))
 

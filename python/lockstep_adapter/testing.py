@@ -477,6 +477,50 @@ def page_clicker(bug=None, horizon=8):
     return PageClicker(bug=bug, horizon=horizon)
 
 
+# Load on the machine, as a web env meets it: a step stalls now and then, by no seed.
+_LOAD = random.SystemRandom()
+
+
+class TimeoutClicker(Clicker):
+    """:class:`Clicker` whose actions time out as a browser's do: each step waits for the page
+    with a 100 ms timeout (BrowserGym's actions have 500 ms), and a step that takes longer
+    reports ``last_action_error`` ``Timeout 100ms exceeded.`` instead of clicking. The page is
+    quick, but one step in ``stall`` (0.15) stalls 150 ms, as under load: the episode depends
+    on timing, at whichever step a stall lands, and on no state of any instance."""
+
+    TIMEOUT = 0.1
+
+    def __init__(self, stall=0.15, horizon=8):
+        super().__init__(horizon=horizon)
+        self.stall = stall
+        self.error = ""
+        text = spaces.Text(max_length=64, charset="abcdefghijklmnopqrstuvwxyz0123456789()'_ .")
+        self.observation_space = spaces.Dict(dict(self.observation_space.spaces, last_action_error=text))
+
+    def _obs(self):
+        return dict(super()._obs(), last_action_error=self.error)
+
+    def reset(self, seed=None, options=None):
+        self.error = ""
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        started = time.monotonic()
+        if _LOAD.random() < self.stall:
+            time.sleep(0.15)
+        if time.monotonic() - started > self.TIMEOUT:
+            self.error = "Timeout 100ms exceeded."
+            self.t += 1
+            return self._obs(), 0.0, False, self.t >= self.horizon, {}
+        self.error = ""
+        return super().step(action)
+
+
+def timeout_clicker(stall=0.15, horizon=8):
+    """Factory of :class:`TimeoutClicker` (a step that stalls times out)."""
+    return TimeoutClicker(stall=stall, horizon=horizon)
+
+
 # The process-global client of :class:`ThreadBoundClicker`, as BrowserGym keeps one sync
 # Playwright for the whole process.
 _CLIENT = None

@@ -19,6 +19,9 @@ pub struct TraceOutput {
     pub trace: Trace,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub captured: Option<TransitionRecord>,
+    /// The child's wall time of the reset and of each step, in microseconds (the timing hint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_times_us: Vec<u64>,
 }
 
 /// The command that runs this CLI again, when it is not this executable: inside the Python
@@ -114,6 +117,7 @@ impl ChildRunner {
             captured,
             // The child's kept prefix is not sent: a divergence is explained from re-runs.
             kept: Vec::new(),
+            step_times: lockstep::trace::from_micros(&parsed.step_times_us),
         })
     }
 }

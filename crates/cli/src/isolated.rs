@@ -125,6 +125,9 @@ impl Isolated for Workers {
         if e.seedless {
             args.push("--seedless".into());
         }
+        if self.options.timings {
+            args.push("--timings".into());
+        }
         args.extend(crate::envs::IgnoreArgs::flags(&self.options.ignore));
         args.extend(e.args.iter().cloned());
         let failed = |error: String| Trial::errored(&e.id, seed, error);

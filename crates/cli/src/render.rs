@@ -330,6 +330,9 @@ fn check_lines(c: &CheckOutcome) -> Vec<String> {
             .map_or(("left", "right"), |t| (&t.left_label, &t.right_label));
         lines.extend(d.more_lines(left, right, MAX_ALSO_SITES));
     }
+    if let Some(t) = &c.timing {
+        lines.push(format!("timing: {}", t.summary));
+    }
     if let Some(cause) = &c.cause {
         lines.extend(cause.lines(MAX_CAUSE_SITES));
     }

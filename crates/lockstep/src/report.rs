@@ -66,6 +66,10 @@ pub struct RunParams {
     /// [`crate::ignore`]); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore: Vec<String>,
+    /// `--timings`: each check records the step times of the runs it compared (`step_ms`);
+    /// absent when not asked, so that two runs of one check write the same bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timings: bool,
 }
 
 impl RunParams {
@@ -188,6 +192,36 @@ pub struct CheckOutcome {
     /// source, found by re-running the scenario with the source tracer on (docs/replay.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<crate::cause::Cause>,
+    /// For a failure that looks like timing (a divergence that moves from rollout to rollout,
+    /// or a divergent step far slower than the env's usual step): why, with the figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<crate::check::TimingHint>,
+    /// With `--timings`: the wall time of the reset and of each step of the runs compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_ms: Option<StepTimes>,
+}
+
+/// The wall time of the reset (`[0]`) and of each step of a check's two runs, in milliseconds
+/// to the microsecond; `right` is empty for a pass (its runs matched the reference).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTimes {
+    pub left: Vec<f64>,
+    pub right: Vec<f64>,
+}
+
+impl StepTimes {
+    pub fn of((left, right): &(Vec<std::time::Duration>, Vec<std::time::Duration>)) -> StepTimes {
+        let ms = |ts: &[std::time::Duration]| {
+            crate::trace::micros(ts)
+                .into_iter()
+                .map(|us| us as f64 / 1000.0)
+                .collect()
+        };
+        StepTimes {
+            left: ms(left),
+            right: ms(right),
+        }
+    }
 }
 
 /// Everything checked for one (env, seed).
@@ -532,6 +566,7 @@ mod tests {
         RunParams {
             budget: None,
             ignore: Vec::new(),
+            timings: false,
             envs: vec!["b-env".into(), "a-env".into()],
             seeds: vec![5, 1, 3],
             steps: 10,
@@ -588,6 +623,8 @@ mod tests {
                         first_divergent_step: Some(3),
                     }),
                     cause: None,
+                    timing: None,
+                    step_ms: None,
                 },
                 CheckOutcome {
                     check: "other".into(),
@@ -597,6 +634,8 @@ mod tests {
                     divergence: None,
                     timeline: None,
                     cause: None,
+                    timing: None,
+                    step_ms: None,
                 },
             ],
             error: None,
@@ -698,6 +737,7 @@ mod tests {
         let params = RunParams {
             budget: None,
             ignore: Vec::new(),
+            timings: false,
             envs: vec!["b-env".into(), "a-env".into()],
             seeds: seeds.clone(),
             steps: 1,

@@ -37,7 +37,7 @@ use crate::env::EnvFactory;
 use crate::golden::Golden;
 use crate::report::{
     AuditRecord, CheckOutcome, ContractInfo, EnvAbout, EpisodeGroup, GoldenOutcome, Shard,
-    Timeline, Trial,
+    StepTimes, Timeline, Trial,
 };
 
 /// Makes the factory of an env name (the caller knows which names exist), or says why not.
@@ -68,6 +68,8 @@ pub struct SuiteOptions {
     /// Fields left out of every comparison ([`crate::ignore`]); the fresh-process runner must
     /// leave out the same.
     pub ignore: crate::ignore::Ignore,
+    /// Record each check's step times in the report ([`crate::report::StepTimes`]).
+    pub timings: bool,
 }
 
 impl SuiteOptions {
@@ -206,15 +208,23 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
     // The fresh-process references start now, on threads of their own, while the in-process
     // checks run: each seed's once, shared by the checks that compare with it.
     let fresh = FreshRuns::with_store(env.runner, options.fresh_runs.clone());
+    // Its timing hint is carried to the later checks of the seed (check::CheckOutcome).
+    let mut same_seed: Option<ReplayOutcome> = None;
     std::thread::scope(|scope| {
         fresh.prefetch(scope, &factory.id(), &kinds, &cfg);
         for &kind in &kinds {
             match run_check(kind, factory, &cfg, Some(&fresh)) {
-                Ok(outcome) => {
+                Ok(mut outcome) => {
                     if kind == CheckKind::SameSeed {
                         trial.episodes = EpisodeGroup::group(&outcome.episodes);
+                        same_seed = Some(outcome.clone());
+                    } else if let Some(same) = &same_seed {
+                        outcome.carry_timing(same);
                     }
                     let mut record = check_record(kind.short(), &outcome);
+                    if options.timings {
+                        record.step_ms = outcome.step_times.as_ref().map(StepTimes::of);
+                    }
                     record.cause = cause_of(env, kind, &cfg, &fresh, &outcome);
                     trial.checks.push(record);
                 }
@@ -412,6 +422,8 @@ fn check_record(name: &str, o: &ReplayOutcome) -> CheckOutcome {
             first_divergent_step: o.divergence.as_ref().map(|d| d.step),
         }),
         cause: None,
+        timing: o.timing.clone(),
+        step_ms: None,
     }
 }
 

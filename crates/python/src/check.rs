@@ -192,7 +192,7 @@ fn child_runner(
 /// (one trial after another), and assembles the CLI's report. `make` returns a fresh
 /// `InProcess` object; `argv` serves the same env in a fresh process for the `process` check.
 #[pyfunction]
-#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new(), rollouts = None, seedless = false, budget = None, ignore = Vec::new()))]
+#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new(), rollouts = None, seedless = false, budget = None, ignore = Vec::new(), timings = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn check(
     py: Python<'_>,
@@ -207,6 +207,7 @@ pub fn check(
     seedless: bool,
     budget: Option<f64>,
     ignore: Vec<String>,
+    timings: bool,
 ) -> PyResult<NativeReport> {
     let kinds = parse_checks(&checks).map_err(|e| error(Kind::Config, e))?;
     let ignore =
@@ -260,6 +261,7 @@ pub fn check(
         rollouts,
         fresh_runs: None,
         ignore: ignore.clone(),
+        timings,
     };
     let params = RunParams {
         budget: budget_record,
@@ -270,6 +272,7 @@ pub fn check(
         goldens: Vec::new(),
         rollouts,
         ignore: ignore.texts().to_vec(),
+        timings,
         // A Python env object: it runs in this interpreter, by no command a replay could give.
         env_params: vec![EnvParams {
             env: env_id.clone(),

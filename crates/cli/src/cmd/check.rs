@@ -112,6 +112,11 @@ pub struct Args {
     /// report (params.budget) say what was cut. Default: off.
     #[arg(long, value_name = "DURATION", value_parser = crate::counts::duration, allow_negative_numbers = true)]
     budget: Option<std::time::Duration>,
+    /// Record in report.json the wall time of the reset and each step of the runs every check
+    /// compared (`checks[].step_ms`). Off by default: times differ from run to run, and a
+    /// report without them is the same bytes every time.
+    #[arg(long)]
+    timings: bool,
 }
 
 /// Parses `N` (0..N) or `A..B` (half-open).
@@ -250,6 +255,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect(),
         rollouts: args.rollouts,
         ignore: ignore.texts().to_vec(),
+        timings: args.timings,
         env_params: worker_envs
             .iter()
             .enumerate()
@@ -275,6 +281,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         rollouts: args.rollouts,
         fresh_runs: None,
         ignore: ignore.clone(),
+        timings: args.timings,
     };
 
     // TigerBeetle's habit: say what determines the run before running it.

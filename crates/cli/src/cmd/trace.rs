@@ -94,6 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let out = TraceOutput {
             trace: r.trace,
             captured,
+            step_times_us: lockstep::trace::micros(&r.step_times),
         };
         outln!("{}", serde_json::to_string(&out)?);
     } else {

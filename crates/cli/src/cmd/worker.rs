@@ -44,6 +44,8 @@ struct TrialArgs {
     rollouts: Option<usize>,
     #[arg(long)]
     seedless: bool,
+    #[arg(long)]
+    timings: bool,
     #[command(flatten)]
     compare: IgnoreArgs,
     #[command(flatten)]
@@ -77,6 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 fresh_runs: std::env::var_os(crate::isolated::FRESH_RUNS_VAR)
                     .map(std::path::PathBuf::from),
                 ignore,
+                timings: a.timings,
             };
             serde_json::to_string(&run_trial(&env, a.seed, &options))?
         }

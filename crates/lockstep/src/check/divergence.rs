@@ -367,7 +367,8 @@ fn text_detail(a: &Array, b: &Array) -> Option<Detail> {
         text_diff::as_text(bytes_of(a)?)?,
         text_diff::as_text(bytes_of(b)?)?,
     );
-    let d = text_diff::line_diff(x, y)?;
+    let (x, y) = text_diff::json_laid_out(x, y);
+    let d = text_diff::line_diff(&x, &y)?;
     Some(Detail::Text {
         line: d.first_line,
         left: d.left,

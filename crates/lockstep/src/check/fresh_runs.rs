@@ -204,6 +204,7 @@ fn read_stored(path: &std::path::Path) -> Option<Recorded> {
         trace,
         captured: None,
         kept: Vec::new(),
+        step_times: Vec::new(),
     })
 }
 

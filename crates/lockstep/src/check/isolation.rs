@@ -27,6 +27,7 @@ struct RecordedWire {
     trace: Trace,
     captured: Option<TransitionRecord>,
     kept: Vec<TransitionRecord>,
+    step_times_us: Vec<u64>,
 }
 
 /// What the fork sends: its rollouts, or why the scenario could not run.
@@ -48,6 +49,7 @@ fn to_wire(r: &Recorded) -> Result<RecordedWire, String> {
         trace: r.trace.clone(),
         captured: r.captured.as_ref().map(record).transpose()?,
         kept: r.kept.iter().map(record).collect::<Result<_, _>>()?,
+        step_times_us: crate::trace::micros(&r.step_times),
     })
 }
 
@@ -61,6 +63,7 @@ fn from_wire(w: RecordedWire) -> Result<Recorded, String> {
             .into_iter()
             .map(transition)
             .collect::<Result<_, _>>()?,
+        step_times: crate::trace::from_micros(&w.step_times_us),
     })
 }
 

@@ -39,6 +39,7 @@ mod fresh_runs;
 mod isolation;
 mod leftover;
 mod text_diff;
+mod timing;
 mod vector;
 
 pub use continuation::CONTINUATION_EPISODES;
@@ -51,6 +52,7 @@ pub use divergence::{
     OtherSite, Site, ALSO_MAX,
 };
 pub use text_diff::{line_diff, LineDiff};
+pub use timing::{SlowStep, TimingHint, SLOW_FACTOR, SLOW_MIN};
 
 use std::fmt;
 use std::str::FromStr;
@@ -395,6 +397,23 @@ pub struct CheckOutcome {
     /// the report's per-seed plots (empty for the other checks). Not part of the check's JSON.
     #[serde(skip)]
     pub episodes: Vec<EpisodeStat>,
+    /// Why the failure looks like timing rather than state, when it does (`timing.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<TimingHint>,
+    /// The wall time of the reset and each step of the two runs compared (`left`, `right`):
+    /// in a report only when asked for, as it differs from run to run.
+    #[serde(skip)]
+    pub step_times: Option<(Vec<std::time::Duration>, Vec<std::time::Duration>)>,
+}
+
+impl CheckOutcome {
+    /// This failure also hinted at timing by the same-seed check of its seed (`timing.rs`).
+    pub fn carry_timing(&mut self, same_seed: &CheckOutcome) {
+        if self.passed || !self.applicable || self.timing.is_some() {
+            return;
+        }
+        self.timing = same_seed.timing.as_ref().and_then(timing::carried);
+    }
 }
 
 /// How long one rollout was and what each agent got in it.
@@ -443,6 +462,8 @@ impl CheckOutcome {
             divergence: None,
             timeline: None,
             episodes: Vec::new(),
+            timing: None,
+            step_times: None,
         }
     }
 
@@ -577,6 +598,9 @@ impl Ctx<'_> {
             divergence,
             timeline: None,
             episodes: Vec::new(),
+            timing: None,
+            // A pass compared runs like the reference: its times stand for theirs.
+            step_times: Some((reference.step_times.clone(), Vec::new())),
         }
     }
 
@@ -590,8 +614,11 @@ impl Ctx<'_> {
         summary: String,
     ) -> CheckOutcome {
         let digests = |r: &Recorded| r.trace.step_digests.iter().map(|s| s.digest).collect();
+        let slow = timing::slow_step((left_run, right_run), (&left, &right), divergence.step);
         CheckOutcome {
             timeline: Some((digests(left_run), digests(right_run))),
+            timing: timing::hint(&[], slow),
+            step_times: Some((left_run.step_times.clone(), right_run.step_times.clone())),
             ..self.outcome(left_run, left, right, Some(divergence), false, summary)
         }
     }
@@ -662,7 +689,19 @@ impl Ctx<'_> {
                 )?;
                 let (l, r) = (label(c.left), label(c.right));
                 let summary = self.fail_summary(&d, &l, &r);
-                self.failed((&runs[c.left], &runs[c.right]), l, r, d, summary)
+                let mut failed = self.failed((&runs[c.left], &runs[c.right]), l, r, d, summary);
+                // Where each rollout first differs from the first: a fault of state repeats
+                // at one step, a race moves (timing.rs).
+                let steps: Vec<Option<u64>> = runs[1..]
+                    .iter()
+                    .map(|run| {
+                        first_divergence(&runs[0].trace.step_digests, &run.trace.step_digests)
+                            .map(|d| d.step)
+                    })
+                    .collect();
+                let slow = failed.timing.take().and_then(|t| t.slow_step);
+                failed.timing = timing::hint(&steps, slow);
+                failed
             }
         };
         Ok(CheckOutcome {
@@ -1069,6 +1108,8 @@ impl Ctx<'_> {
             divergence: None,
             timeline: None,
             episodes: Vec::new(),
+            timing: None,
+            step_times: None,
         }
     }
     fn other_process(&self, runner: &dyn ProcessRunner) -> Result<CheckOutcome, CheckError> {

@@ -354,8 +354,9 @@ fn outcomes_convert_to_values() {
     assert_eq!(d["step"], Value::from(1i64));
     let json = serde_json::to_string(&all).unwrap();
     let back: Vec<CheckOutcome> = serde_json::from_str(&json).unwrap();
-    // The same-seed check's per-rollout lengths and returns feed the report's plots; they are
-    // not part of the check's JSON, so they do not come back.
+    // The same-seed check's per-rollout lengths and returns feed the report's plots, and the
+    // step times its timing hint; they are not part of the check's JSON, so they do not come
+    // back.
     let same = outcome(&all, SameSeed);
     assert_eq!(same.episodes.len(), CheckConfig::new(42, 100).rollouts);
     assert!(same.episodes.iter().all(|e| e.steps > 0));
@@ -363,6 +364,7 @@ fn outcomes_convert_to_values() {
         .iter()
         .map(|o| CheckOutcome {
             episodes: Vec::new(),
+            step_times: None,
             ..o.clone()
         })
         .collect();

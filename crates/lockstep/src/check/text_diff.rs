@@ -26,6 +26,32 @@ pub struct LineDiff {
     pub more: u64,
 }
 
+/// `a` and `b` one JSON value per line when both are JSON arrays or objects (a Sequence of
+/// chat messages, an `AnyDict` DOM, which travel as canonical JSON on one line), else as they
+/// are: a line diff of one 40 KB line says nothing.
+pub fn json_laid_out<'t>(
+    a: &'t str,
+    b: &'t str,
+) -> (std::borrow::Cow<'t, str>, std::borrow::Cow<'t, str>) {
+    use std::borrow::Cow;
+    let container = |t: &str| {
+        let t = t.trim_start();
+        (t.starts_with('[') || t.starts_with('{'))
+            .then(|| serde_json::from_str::<serde_json::Value>(t).ok())
+            .flatten()
+    };
+    match (container(a), container(b)) {
+        (Some(x), Some(y)) => match (
+            serde_json::to_string_pretty(&x),
+            serde_json::to_string_pretty(&y),
+        ) {
+            (Ok(x), Ok(y)) if x != y => (Cow::Owned(x), Cow::Owned(y)),
+            _ => (Cow::Borrowed(a), Cow::Borrowed(b)),
+        },
+        _ => (Cow::Borrowed(a), Cow::Borrowed(b)),
+    }
+}
+
 /// The line diff of `a` and `b`, `None` when they are equal.
 pub fn line_diff(a: &str, b: &str) -> Option<LineDiff> {
     if a == b {
@@ -89,6 +115,23 @@ pub fn as_text(bytes: &[u8]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_on_one_line_is_laid_out_one_value_a_line() {
+        let a = r#"[{"message":"click button b4","role":"assistant"},{"message":"click('b0')","role":"user"}]"#;
+        let b = r#"[{"message":"click button b4","role":"assistant"}]"#;
+        let (x, y) = json_laid_out(a, b);
+        let d = line_diff(&x, &y).unwrap();
+        assert!(
+            d.lines
+                .iter()
+                .any(|l| l == r#"-    "message": "click('b0')","#),
+            "{:?}",
+            d.lines
+        );
+        // Text that is not JSON, or only on one side, stays as it is.
+        assert_eq!(json_laid_out("a\nb", "[1]").0, "a\nb");
+    }
 
     #[test]
     fn the_changed_line_with_context() {

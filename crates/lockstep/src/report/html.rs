@@ -27,7 +27,7 @@ const DIFF_ROWS_MAX: usize = 20;
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1d1d1f;max-width:1200px}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em}table{border-collapse:collapse;margin:.5em 0}\
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f3f3f3}\
-.pass{color:#176f2c;font-weight:600}.fail{color:#b3261e;font-weight:600}.na{color:#777}\
+.pass{color:#176f2c;font-weight:600}.fail{color:#b3261e;font-weight:600}.na{color:#777}p.timing{color:#8a5a00}\
 code,pre{font:12px/1.4 ui-monospace,monospace}pre{background:#f7f7f7;padding:.5em;overflow-x:auto;margin:0}\
 .diff td pre{background:transparent}.diff td.before{background:#fdecea}.diff td.after{background:#e8f5e9}.verdict{font-size:1.2em}\
 details{margin:.3em 0}section.failure{border-left:4px solid #b3261e;padding-left:1em;margin:1em 0}\
@@ -307,6 +307,9 @@ fn audit_detail(h: &mut String, seed: u64, a: &AuditRecord) {
 
 fn check_failure(h: &mut String, c: &CheckOutcome) {
     let _ = writeln!(h, "<p class=\"fail\">{}</p>", esc(&c.summary));
+    if let Some(t) = &c.timing {
+        let _ = writeln!(h, "<p class=\"timing\">timing: {}</p>", esc(&t.summary));
+    }
     if let Some(cause) = &c.cause {
         h.push_str("<ul class=\"cause\">");
         for line in cause.lines(CAUSE_SITES_MAX) {

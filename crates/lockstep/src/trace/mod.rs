@@ -46,6 +46,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use blake3::Hasher;
@@ -996,6 +997,8 @@ pub struct Rollout<'e> {
     ignore: crate::ignore::Ignore,
     /// The last transition with the ignored fields removed (none when nothing is ignored).
     filtered: Option<Transition>,
+    /// Wall time of the reset and of each step, for the timing hint ([`Recorded::step_times`]).
+    times: Vec<Duration>,
 }
 
 /// `t` as the rollout records it: itself, or a copy in `filtered` without the ignored fields.
@@ -1019,6 +1022,10 @@ pub struct Recorded {
     pub trace: Trace,
     pub captured: Option<Transition>,
     pub kept: Vec<Transition>,
+    /// How long the env took for the reset (`[0]`) and each step: never part of the trace, read
+    /// only to tell timing from state when runs differ (`check::timing`). Empty when the run
+    /// happened where it was not measured (a stored reference).
+    pub step_times: Vec<Duration>,
 }
 
 impl<'e> Rollout<'e> {
@@ -1044,7 +1051,9 @@ impl<'e> Rollout<'e> {
             kept: KeptPrefix::new(opts.keep_first),
             ignore: opts.ignore.clone(),
             filtered: None,
+            times: Vec::new(),
         };
+        let started = stopwatch();
         let t = if opts.unseeded {
             r.env
                 .reset_unseeded(&opts.reset_options)
@@ -1053,6 +1062,7 @@ impl<'e> Rollout<'e> {
             r.env.reset(seed, &opts.reset_options)
         }
         .map_err(|source| TraceError::Env { step: 0, source })?;
+        r.times.push(started.elapsed());
         let seen = shown(&r.ignore, &mut r.filtered, t);
         r.tracer.record(seen)?;
         if r.capture == Some(0) {
@@ -1075,10 +1085,12 @@ impl<'e> Rollout<'e> {
             return Ok(false);
         }
         let step = self.taken + 1;
+        let started = stopwatch();
         let t = self
             .env
             .step(&self.next)
             .map_err(|source| TraceError::Env { step, source })?;
+        self.times.push(started.elapsed());
         let seen = shown(&self.ignore, &mut self.filtered, t);
         self.tracer.record(seen)?;
         if self.capture == Some(step) {
@@ -1118,6 +1130,7 @@ impl<'e> Rollout<'e> {
             },
             captured: self.captured,
             kept: self.kept.transitions,
+            step_times: self.times,
         }
     }
 }
@@ -1162,6 +1175,26 @@ impl Recorded {
     pub fn kept_at(&self, k: u64) -> Option<&Transition> {
         usize::try_from(k).ok().and_then(|k| self.kept.get(k))
     }
+}
+
+/// The wall clock, read only for [`Recorded::step_times`]: no trace, digest or default report
+/// holds what it reads (the timing hint, `check::timing`).
+#[allow(clippy::disallowed_methods)]
+fn stopwatch() -> Instant {
+    Instant::now()
+}
+
+/// Step times as whole microseconds, for a pipe or a report.
+pub fn micros(times: &[Duration]) -> Vec<u64> {
+    times
+        .iter()
+        .map(|t| u64::try_from(t.as_micros()).unwrap_or(u64::MAX))
+        .collect()
+}
+
+/// The inverse of [`micros`].
+pub fn from_micros(us: &[u64]) -> Vec<Duration> {
+    us.iter().map(|&u| Duration::from_micros(u)).collect()
 }
 
 /// One whole rollout of `env` (see the module doc).
