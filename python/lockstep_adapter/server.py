@@ -12,7 +12,7 @@ import sys
 import traceback
 import warnings
 
-from . import attributes, causes, drivers, instances, wire
+from . import attributes, causes, drivers, instances, layers, wire
 from .wire import PROTOCOL, PROTOCOL_V2
 
 
@@ -94,6 +94,8 @@ class Served:
         # source. Off, a call costs nothing more.
         self.tracer = None
         self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
+        # A browser the env drives, read by lockstep over DevTools (:mod:`.layers`).
+        self.layer_names = layers.names(env)
         # State paths already reported as skipped (said once per path).
         self._said_skipped = set()
 
@@ -163,6 +165,8 @@ class Served:
             "tracer": True,
             # What ran it: Python's and the imported distributions' versions (op `provenance`).
             "provenance": True,
+            # Layers lockstep reads itself, where each state answer says (:mod:`.layers`).
+            **({"layers": self.layer_names} if self.layer_names else {}),
         }
 
     def declared_fields(self):
@@ -400,7 +404,13 @@ def answer(served, op, request, effects_since=0):
             return call(*args)
         return served.tracer.call(op, call, *args)
     if op == "state":
-        return '{"ok":true,"state":' + wire.dumps(served.state()) + "}"
+        state = served.state()
+        where = layers.current(served.env) if served.layer_names else None
+        if where and isinstance(state, dict):
+            # The layer is read in place of an attribute of its name (BrowserGym's `browser`).
+            state = {k: v for k, v in state.items() if k not in where}
+            return '{"ok":true,"state":' + wire.dumps(state) + ',"layers":' + wire.dumps(where) + "}"
+        return '{"ok":true,"state":' + wire.dumps(state) + "}"
     if op == "trace":
         on = request.get("on")
         if type(on) is not bool:
@@ -439,11 +449,15 @@ def provenance():
                 packages[dist] = metadata.version(dist)
             except metadata.PackageNotFoundError:
                 continue
-    return {
+    found = {
         "python": platform.python_version(),
         "implementation": sys.implementation.name,
         "packages": dict(sorted(packages.items())),
     }
+    browsers = layers.browser_versions()
+    if browsers:
+        found["browsers"] = browsers
+    return found
 
 
 def _request_phase(frame):

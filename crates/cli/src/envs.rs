@@ -203,6 +203,11 @@ impl ExternalEnvArgs {
             request_timeout,
             startup_timeout,
             private_dirs: !self.shared_dirs,
+            // The layers an env's state names (a browser's DevTools endpoint) are read with
+            // the probes contracts use.
+            probes: lockstep_protocol::LayerProbes(Some(std::sync::Arc::new(
+                lockstep_layers::probes(),
+            ))),
             ..ProcessOptions::default()
         })
     }

@@ -80,6 +80,9 @@ pub fn snapshot_browser(cdp: &mut Cdp, context: Option<&str>) -> Result<Value, S
 
     let mut local = Map::new();
     let mut session = Map::new();
+    let mut indexed = Map::new();
+    let mut unreadable = Map::new();
+    let mut pages = Vec::new();
     let targets = cdp.call("Target.getTargets", json!({}))?;
     for t in targets
         .get("targetInfos")
@@ -96,7 +99,13 @@ pub fn snapshot_browser(cdp: &mut Cdp, context: Option<&str>) -> Result<Value, S
                 continue;
             }
         }
-        let Some(origin) = t.get("url").and_then(Json::as_str).and_then(origin_of) else {
+        // A new page reads "" until its first navigation commits: it is the blank page.
+        let url = match t.get("url").and_then(Json::as_str).unwrap_or_default() {
+            "" => "about:blank",
+            u => u,
+        };
+        pages.push(Value::String(url.to_owned()));
+        let Some(origin) = origin_of(url) else {
             continue;
         };
         let id = t.get("targetId").and_then(Json::as_str).unwrap_or_default();
@@ -109,61 +118,145 @@ pub fn snapshot_browser(cdp: &mut Cdp, context: Option<&str>) -> Result<Value, S
             .and_then(Json::as_str)
             .ok_or("DevTools Target.attachToTarget gave no sessionId")?
             .to_owned();
-        let read = (|| -> Result<(), String> {
-            for (is_local, into) in [(true, &mut local), (false, &mut session)] {
-                let items = cdp.call_in(
-                    Some(&sid),
-                    "DOMStorage.getDOMStorageItems",
-                    json!({"storageId": {"securityOrigin": origin, "isLocalStorage": is_local}}),
-                )?;
-                let mut m = Map::new();
-                for pair in items
-                    .get("entries")
-                    .and_then(Json::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let (Some(k), Some(v)) = (
-                        pair.get(0).and_then(Json::as_str),
-                        pair.get(1).and_then(Json::as_str),
-                    ) else {
-                        return Err(
-                            "DevTools DOMStorage.getDOMStorageItems: an entry is not [key, value]"
-                                .into(),
-                        );
-                    };
-                    m.insert(k.to_owned(), Value::String(v.to_owned()));
-                }
-                if m.is_empty() {
-                    continue;
-                }
-                let kind = if is_local {
-                    "localStorage"
-                } else {
-                    "sessionStorage"
-                };
-                match into.get(&origin) {
-                    Some(Value::Object(prev)) if *prev != m => {
-                        return Err(format!(
-                            "two pages of {origin} hold different {kind}; open one page per origin to snapshot it"
-                        ))
-                    }
-                    _ => {
-                        into.insert(origin.clone(), Value::Object(m));
-                    }
-                }
-            }
-            Ok(())
-        })();
+        let read = read_page(cdp, &sid, &origin, [&mut local, &mut session, &mut indexed]);
         let detached = cdp.call("Target.detachFromTarget", json!({"sessionId": sid}));
-        read?;
+        match read {
+            // A file:// page's storage belongs to an origin DevTools may refuse to name: say
+            // so, never report it as empty.
+            Err(e) if origin == FILE_ORIGIN => {
+                unreadable.insert(
+                    origin.clone(),
+                    Value::String(format!("DevTools cannot read this origin's storage ({e})")),
+                );
+            }
+            other => other?,
+        }
         detached?;
     }
+    pages.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
     let mut out = Map::new();
     out.insert("cookies".into(), Value::Object(cookies));
     out.insert("local_storage".into(), Value::Object(local));
     out.insert("session_storage".into(), Value::Object(session));
+    out.insert("indexed_db".into(), Value::Object(indexed));
+    out.insert("pages".into(), Value::Array(pages));
+    if !unreadable.is_empty() {
+        out.insert("not_readable".into(), Value::Object(unreadable));
+    }
     Ok(Value::Object(out))
+}
+
+/// The origin every `file://` page shares in Chromium's storage.
+const FILE_ORIGIN: &str = "file://";
+
+/// One page's localStorage, sessionStorage and IndexedDB into `[local, session, indexed]`,
+/// through the DevTools session `sid` attached to it.
+fn read_page(
+    cdp: &mut Cdp,
+    sid: &str,
+    origin: &str,
+    [local, session, indexed]: [&mut Map; 3],
+) -> Result<(), String> {
+    for (is_local, into) in [(true, &mut *local), (false, &mut *session)] {
+        let items = cdp.call_in(
+            Some(sid),
+            "DOMStorage.getDOMStorageItems",
+            json!({"storageId": {"securityOrigin": origin, "isLocalStorage": is_local}}),
+        )?;
+        let mut m = Map::new();
+        for pair in items
+            .get("entries")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let (Some(k), Some(v)) = (
+                pair.get(0).and_then(Json::as_str),
+                pair.get(1).and_then(Json::as_str),
+            ) else {
+                return Err(
+                    "DevTools DOMStorage.getDOMStorageItems: an entry is not [key, value]".into(),
+                );
+            };
+            m.insert(k.to_owned(), Value::String(v.to_owned()));
+        }
+        if m.is_empty() {
+            continue;
+        }
+        let kind = if is_local {
+            "localStorage"
+        } else {
+            "sessionStorage"
+        };
+        match into.get(origin) {
+            Some(Value::Object(prev)) if *prev != m => {
+                return Err(format!(
+                    "two pages of {origin} hold different {kind}; open one page per origin to snapshot it"
+                ))
+            }
+            _ => {
+                into.insert(origin.to_owned(), Value::Object(m));
+            }
+        }
+    }
+    let dbs = indexed_db(cdp, sid, origin).map_err(|e| format!("IndexedDB: {e}"))?;
+    if !dbs.is_empty() {
+        indexed.insert(origin.to_owned(), Value::Object(dbs));
+    }
+    Ok(())
+}
+
+/// An origin's IndexedDB: `{DATABASE: {STORE: {"entries": N, "key_generator": K}}}`. The
+/// records themselves are not read (DevTools gives them as remote objects); their count per
+/// store and the key generator catch what a reset leaves behind.
+fn indexed_db(cdp: &mut Cdp, sid: &str, origin: &str) -> Result<Map, String> {
+    cdp.call_in(Some(sid), "IndexedDB.enable", json!({}))?;
+    let names = cdp.call_in(
+        Some(sid),
+        "IndexedDB.requestDatabaseNames",
+        json!({"securityOrigin": origin}),
+    )?;
+    let mut out = Map::new();
+    for name in names
+        .get("databaseNames")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Json::as_str)
+    {
+        let db = cdp.call_in(
+            Some(sid),
+            "IndexedDB.requestDatabase",
+            json!({"securityOrigin": origin, "databaseName": name}),
+        )?;
+        let mut stores = Map::new();
+        for store in db
+            .pointer("/databaseWithObjectStores/objectStores")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(store_name) = store.get("name").and_then(Json::as_str) else {
+                continue;
+            };
+            let meta = cdp.call_in(
+                Some(sid),
+                "IndexedDB.getMetadata",
+                json!({"securityOrigin": origin, "databaseName": name, "objectStoreName": store_name}),
+            )?;
+            let number = |k: &str| {
+                meta.get(k).and_then(Json::as_f64).map_or(Value::Null, |n| {
+                    Value::Number(lockstep_canon::Number::Int(n as i64))
+                })
+            };
+            let mut m = Map::new();
+            m.insert("entries".into(), number("entriesCount"));
+            m.insert("key_generator".into(), number("keyGeneratorValue"));
+            stores.insert(store_name.to_owned(), Value::Object(m));
+        }
+        out.insert(name.to_owned(), Value::Object(stores));
+    }
+    Ok(out)
 }
 
 fn add_cookie(cookies: &mut Map, c: &Json) -> Result<(), String> {
@@ -207,9 +300,13 @@ fn add_cookie(cookies: &mut Map, c: &Json) -> Result<(), String> {
     Ok(())
 }
 
-/// `scheme://host[:port]` of an http(s) URL; `None` for other schemes (about:, data:, ...).
+/// `scheme://host[:port]` of an http(s) URL, `file://` for a file; `None` for other schemes
+/// (about:, data:, chrome:), whose pages hold no storage of their own.
 fn origin_of(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
+    if scheme == "file" {
+        return Some(FILE_ORIGIN.to_owned());
+    }
     if scheme != "http" && scheme != "https" {
         return None;
     }
@@ -228,6 +325,10 @@ mod tests {
             Some("http://127.0.0.1:8080")
         );
         assert_eq!(origin_of("about:blank"), None);
+        assert_eq!(
+            origin_of("file:///srv/miniwob/click-test.html").as_deref(),
+            Some("file://")
+        );
         assert_eq!(origin_of("chrome://newtab/"), None);
     }
 }

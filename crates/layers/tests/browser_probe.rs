@@ -26,7 +26,7 @@ fn cookie_order_never_matters_and_a_change_is_located() {
     let empty = snapshot("browser", &s).unwrap();
     assert_eq!(
         lockstep_canon::to_vec(&empty, lockstep_canon::Profile::Python).unwrap(),
-        br#"{"cookies":{},"local_storage":{},"session_storage":{}}"#
+        br#"{"cookies":{},"indexed_db":{},"local_storage":{},"pages":["about:blank"],"session_storage":{}}"#
     );
     cdp.call(
         "Storage.setCookies",
@@ -135,6 +135,92 @@ fn storage_is_read_per_origin_and_contexts_apart() {
     .unwrap();
     let after = snapshot("browser", &default).unwrap();
     assert!(after.pointer("/cookies/127.0.0.1").is_none(), "{after:?}");
+}
+
+/// Opens `url` in a new page of the default context and waits until it has loaded; the page's
+/// DevTools session.
+fn open_page(cdp: &mut Cdp, url: &str) -> String {
+    let target = cdp
+        .call("Target.createTarget", json!({"url": url}))
+        .unwrap()["targetId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let session = cdp
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+        )
+        .unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for _ in 0..3000 {
+        let v = cdp
+            .call_in(Some(&session), "Runtime.evaluate", json!({"expression": "document.readyState === 'complete' && location.href", "returnByValue": true}))
+            .unwrap();
+        if v.pointer("/result/value").and_then(|v| v.as_str()) == Some(url) {
+            return session;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{url} did not load");
+}
+
+/// Issue 30: a MiniWoB page is a `file://` page. Its storage is read (Chromium keeps one
+/// `file://` origin), or named as not readable: never silently empty. IndexedDB is read as
+/// its databases, stores and record counts; the open pages' URLs are part of the state.
+#[test]
+fn a_file_page_its_storage_indexed_db_and_url_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("task.html");
+    std::fs::write(&html, "<html><body>task</body></html>").unwrap();
+    let url = format!("file://{}", html.display());
+    let (browser, mut cdp) = launch();
+    let session = open_page(&mut cdp, &url);
+    let script = "localStorage.setItem('done', '1'); new Promise(ok => { const r = indexedDB.open('app', 1); r.onupgradeneeded = () => r.result.createObjectStore('visits', {autoIncrement: true}); r.onsuccess = () => { const t = r.result.transaction('visits', 'readwrite'); t.objectStore('visits').add({n: 1}); t.objectStore('visits').add({n: 2}); t.oncomplete = () => ok('ok'); t.onerror = () => ok('error ' + t.error); }; r.onerror = () => ok('error ' + r.error); })";
+    let done = cdp
+        .call_in(
+            Some(&session),
+            "Runtime.evaluate",
+            json!({"expression": script, "awaitPromise": true, "returnByValue": true}),
+        )
+        .unwrap();
+    let s = snapshot(
+        "browser",
+        &spec("browser", &[("cdp", json!(browser.endpoint()))]),
+    )
+    .unwrap();
+    // Sorted URLs of every open page (the launch's blank page too).
+    assert_eq!(
+        s.pointer("/pages"),
+        Some(&lockstep_canon::Value::Array(vec![
+            "about:blank".into(),
+            url.clone().into()
+        ])),
+        "{s:?}"
+    );
+    match s.pointer("/not_readable/file:~1~1") {
+        None => {
+            assert_eq!(
+                s.pointer("/local_storage/file:~1~1/done"),
+                Some(&"1".into()),
+                "{s:?}"
+            );
+            assert_eq!(done.pointer("/result/value"), Some(&json!("ok")), "{done}");
+            let visits = s
+                .pointer("/indexed_db/file:~1~1/app/visits")
+                .unwrap_or_else(|| panic!("{s:?}"));
+            assert_eq!(visits.pointer("/entries"), Some(&2i64.into()), "{s:?}");
+        }
+        Some(why) => {
+            // A Chromium that will not name the file:// origin: the reason, never `{}`.
+            assert!(
+                why.as_str().unwrap().starts_with("DevTools cannot read"),
+                "{why:?}"
+            );
+        }
+    }
 }
 
 #[test]

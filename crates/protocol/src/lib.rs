@@ -35,5 +35,6 @@ mod process_env;
 pub use message::PROTOCOL_V2;
 pub use message::{Handshake, WireContract, PROTOCOL_VERSION};
 pub use process_env::{
-    display_argv, ProcessEnv, ProcessEnvFactory, ProcessOptions, ProcessSession, EFFECTS_VAR,
+    display_argv, LayerProbes, ProcessEnv, ProcessEnvFactory, ProcessOptions, ProcessSession,
+    EFFECTS_VAR,
 };

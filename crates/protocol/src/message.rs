@@ -106,6 +106,11 @@ pub struct Handshake {
     /// The env answers `provenance` (handshake `"provenance": true`): the versions of what
     /// runs it (the interpreter, its packages).
     pub provenance: bool,
+    /// The layers the env's state holds besides its attributes (handshake `"layers"`: names,
+    /// such as `["browser"]`): each `state` answer says where to read them now (a browser's
+    /// DevTools endpoint changes when the env launches a new browser at its reset), and
+    /// lockstep reads them with its own probes (docs/protocol.md, "Layers").
+    pub layers: Vec<String>,
 }
 
 impl Handshake {
@@ -413,6 +418,20 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
     };
     let tracer = flag("tracer")?;
     let provenance = flag("provenance")?;
+    let layers = match map.get("layers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(l) => array(l, "/layers")?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v.as_str() {
+                Some(name) if !name.is_empty() => Ok(name.to_string()),
+                _ => Err(err(
+                    &format!("/layers/{i}"),
+                    "a layer is named by a non-empty string",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     Ok(Handshake {
         env_id,
         config,
@@ -424,6 +443,7 @@ pub fn parse_handshake(value: &Value) -> Result<Handshake, MessageError> {
         seedless,
         tracer,
         provenance,
+        layers,
     })
 }
 
@@ -671,6 +691,34 @@ fn update_array(
 /// Reads a state reply (after [`reply`] said `ok`).
 pub fn read_state(map: &lockstep_canon::Map) -> Result<Value, MessageError> {
     Ok(field(map, "", "state")?.clone())
+}
+
+/// Where a `state` answer says its layers are now (`"layers": {NAME: {"probe": P, SETTING:
+/// ...}}`), each as a probe spec; empty when the answer names none.
+pub fn read_state_layers(
+    map: &lockstep_canon::Map,
+) -> Result<Vec<(String, lockstep::probe::ProbeSpec)>, MessageError> {
+    let Some(layers) = map.get("layers").filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    object(layers, "/layers")?
+        .iter()
+        .map(|(name, spec)| {
+            let at = format!("/layers/{name}");
+            let settings = object(spec, &at)?;
+            let probe = str_field(settings, &at, "probe")?.to_string();
+            let rest = settings
+                .iter()
+                .filter(|(k, _)| k.as_str() != "probe")
+                .map(|(k, v)| {
+                    serde_json::to_value(v)
+                        .map(|v| (k.clone(), v))
+                        .map_err(|e| err(&format!("{at}/{k}"), e.to_string()))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((name.clone(), lockstep::probe::ProbeSpec::new(probe, rest)))
+        })
+        .collect()
 }
 
 fn write_str(out: &mut Vec<u8>, s: &str) {

@@ -50,6 +50,33 @@ pub struct ProcessOptions {
     /// Fields the fresh-process rollouts of [`ProcessRunner`] leave out, as the checks'
     /// rollouts do (`--ignore`, [`lockstep::ignore`]).
     pub ignore: lockstep::ignore::Ignore,
+    /// The probes that read the layers an env's `state` answers name (docs/protocol.md,
+    /// "Layers"); the CLI wires `lockstep_layers::probes()`. Without them, such a layer is an
+    /// error saying so, never a state without it.
+    pub probes: LayerProbes,
+}
+
+/// A shared [`lockstep::probe::ProbeSet`], compared by identity (options are compared whole).
+#[derive(Clone, Default)]
+pub struct LayerProbes(pub Option<Arc<lockstep::probe::ProbeSet>>);
+
+impl std::fmt::Debug for LayerProbes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(p) => p.fmt(f),
+            None => f.write_str("no probes"),
+        }
+    }
+}
+
+impl PartialEq for LayerProbes {
+    fn eq(&self, other: &LayerProbes) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
 }
 
 impl Default for ProcessOptions {
@@ -64,6 +91,7 @@ impl Default for ProcessOptions {
             concurrent_instances: true,
             private_dirs: true,
             ignore: lockstep::ignore::Ignore::default(),
+            probes: LayerProbes::default(),
         }
     }
 }
@@ -378,6 +406,46 @@ impl ProcessEnv {
     }
 
     /// Kills the child for a fault and builds (and remembers) the error.
+    /// Reads each layer a `state` answer named with the wired probes and places its snapshot
+    /// in `state` under the layer's name, as a contract's probed layer is.
+    fn read_layers(
+        &mut self,
+        state: &mut Value,
+        layers: Vec<(String, lockstep::probe::ProbeSpec)>,
+    ) -> Result<(), EnvError> {
+        if layers.is_empty() {
+            return Ok(());
+        }
+        let probes = self.options.probes.0.clone().unwrap_or_default();
+        for (name, spec) in layers {
+            if !self.handshake.layers.contains(&name) {
+                return Err(self.fail(
+                    &Request::State,
+                    &format!(
+                        "the answer breaks the protocol: layer `{name}` was not named in the handshake's `layers`"
+                    ),
+                ));
+            }
+            let Value::Object(fields) = state else {
+                return Err(EnvError::new(format!(
+                    "env process `{}`: layer `{name}`: the state is not an object to hold it",
+                    self.command
+                )));
+            };
+            if fields.contains_key(&name) {
+                return Err(EnvError::new(format!(
+                    "env process `{}`: layer `{name}`: the state already has a field `{name}`",
+                    self.command
+                )));
+            }
+            let snapshot = probes
+                .snapshot(&name, &spec)
+                .map_err(|e| EnvError::new(format!("env process `{}`: {e}", self.command)))?;
+            fields.insert(name, snapshot);
+        }
+        Ok(())
+    }
+
     fn fail(&mut self, request: &Request, what: &str) -> EnvError {
         let shared = Arc::clone(&self.conn);
         let mut conn = lock(&shared);
@@ -590,7 +658,11 @@ impl Env for ProcessEnv {
     /// The declared contract, when the env names its fields; otherwise the audit infers one.
     fn contract(&self) -> Option<lockstep::contract::Contract> {
         let c = &self.handshake.contract;
-        let fields = c.fields.clone()?;
+        // The layers the state answers carry are fields of it like the env's own.
+        let mut fields = c.fields.clone()?;
+        fields.extend(self.handshake.layers.iter().cloned());
+        fields.sort();
+        fields.dedup();
         lockstep::contract::Contract::new(
             c.name.clone(),
             u32::try_from(c.version).ok()?,
@@ -638,13 +710,19 @@ impl Env for ProcessEnv {
             Ok(())
         })?;
         let map = self.answer(&Request::State, &value)?;
-        match message::read_state(map) {
-            Ok(state) => Ok(state),
-            Err(e) => Err(self.fail(
-                &Request::State,
-                &format!("the answer breaks the protocol: {e}"),
-            )),
-        }
+        let read = message::read_state(map)
+            .and_then(|state| message::read_state_layers(map).map(|layers| (state, layers)));
+        let (mut state, layers) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                return Err(self.fail(
+                    &Request::State,
+                    &format!("the answer breaks the protocol: {e}"),
+                ))
+            }
+        };
+        self.read_layers(&mut state, layers)?;
+        Ok(state)
     }
 
     fn trace_sources(&mut self, on: bool) -> Result<bool, EnvError> {
