@@ -181,6 +181,11 @@ class _Reader:
             return f"<{getattr(value, '__module__', '?')}.{value.__qualname__}>"
         if type(value).__name__ == "module":
             return f"<module {value.__name__}>"
+        if type(value).__module__.startswith("playwright."):
+            # A handle to a browser (a Page, a BrowserContext): its internals count requests
+            # and hold greenlets; what it points at is read as a browser layer (layers.py).
+            # A handle per page still shows how many there are (BrowserGym's page_history).
+            return f"<playwright {type(value).__name__}>"
         if depth >= DEPTH_MAX:
             return self.skip(path, f"nested deeper than {DEPTH_MAX}")
         if id(value) in self._active:

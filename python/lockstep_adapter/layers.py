@@ -41,6 +41,19 @@ def names(env):
     return []
 
 
+#: A BrowserGym env's attributes that hold Playwright objects: its task browser (read as the
+#: ``browser`` layer) and its chat window's browser, whose messages it also keeps as data.
+_BROWSERGYM_PLAYWRIGHT = ("/browser", "/context", "/page", "/chat/browser", "/chat/context", "/chat/page")
+
+
+def replaced_attributes(env):
+    """Attribute paths of ``env`` that its layers stand for, left out of its attribute state."""
+    unwrapped = getattr(env, "unwrapped", env)
+    if not callable(getattr(unwrapped, "lockstep_layers", None)) and _is_browsergym(unwrapped):
+        return list(_BROWSERGYM_PLAYWRIGHT)
+    return []
+
+
 def current(env):
     """Where each layer of ``env`` is now: ``{NAME: {"probe": P, ...}}``, without the layers
     that are not there yet."""

@@ -96,6 +96,10 @@ class Served:
         self._drain = getattr(self.unwrapped(), "lockstep_drain_logs", None)
         # A browser the env drives, read by lockstep over DevTools (:mod:`.layers`).
         self.layer_names = layers.names(env)
+        # The Playwright objects a BrowserGym env holds are read as its browser layer, not as
+        # attributes (their internals count requests and hold greenlets).
+        self._layer_excludes = frozenset(layers.replaced_attributes(env))
+        self.exclude = self.exclude | self._layer_excludes
         # State paths already reported as skipped (said once per path).
         self._said_skipped = set()
 
@@ -220,7 +224,7 @@ class Served:
     def _say_unused(self, unused):
         """An exclusion that leaves nothing out is a typo or a wrong name: said once each."""
         for pattern in unused:
-            if pattern not in self._said_skipped:
+            if pattern not in self._said_skipped and pattern not in self._layer_excludes:
                 self._said_skipped.add(pattern)
                 sys.stderr.write(f"lockstep_adapter: --exclude {pattern} matches no attribute; nothing left out for it\n")
 

@@ -584,6 +584,35 @@ def click_policy(obs, rng):
     return f"click('b{int(rng.integers(0, Clicker.BUTTONS))}')"
 
 
+def miniwob_policy(obs, rng):
+    """A MiniWoB agent for BrowserGym's observations (no browsergym import): clicks the
+    element whose name the goal quotes, else focuses a textbox when the goal asks for one,
+    else clicks the first button, by its BrowserGym id (``click("13")``). ``rng`` is unused:
+    these tasks have one right action."""
+    import re
+
+    nodes = (obs.get("axtree_object") or {}).get("nodes", [])
+    goal = str(obs.get("goal", ""))
+    quoted = re.findall(r'"([^"]+)"', goal)
+
+    def bid(pred):
+        for n in nodes:
+            role = (n.get("role") or {}).get("value")
+            name = (n.get("name") or {}).get("value")
+            if "browsergym_id" in n and pred(role, name):
+                return n["browsergym_id"]
+        return None
+
+    found = None
+    if quoted:
+        found = bid(lambda role, name: name in quoted and role in ("button", "link", "checkbox", "radio"))
+    if found is None and "textbox" in goal.lower():
+        found = bid(lambda role, name: role == "textbox")
+    if found is None:
+        found = bid(lambda role, name: role == "button")
+    return f'click("{found}")' if found is not None else "noop()"
+
+
 def impure_policy(obs, rng):
     """A policy that reads the process-global RNG: not a function of its arguments."""
     return f"click('b{random.randrange(Clicker.BUTTONS)}')"

@@ -186,19 +186,23 @@ def _bound(x):
 _GYMNASIUM_KINDS = ("Discrete", "MultiDiscrete", "MultiBinary", "Box", "Text", "Tuple", "Dict", "Sequence")
 
 #: Spaces of other libraries the adapter knows by name, matched anywhere in a class's bases:
-#: MiniGrid's ``MissionSpace`` (a string), BrowserGym's ``AnyDict`` and ``Anything`` (any JSON)
-#: and ``AnyBox`` (an array of any shape).
-_OTHER_KINDS = ("MissionSpace", "AnyDict", "Anything", "AnyBox")
+#: MiniGrid's ``MissionSpace`` (a string), BrowserGym's ``Unicode`` (a string: a plain
+#: ``Space`` in browsergym-core 0.14, served as ``Text``), ``AnyDict`` and ``Anything`` (any
+#: JSON) and ``AnyBox`` (an array of any shape).
+_OTHER_KINDS = ("MissionSpace", "Unicode", "AnyDict", "Anything", "AnyBox")
+
+#: Kinds of other libraries that are another kind here.
+_SAME_AS = {"Unicode": "Text"}
 
 
 def _space_kind(space):
     """The kind of ``space`` by its class and bases, as ``isinstance`` would say: BrowserGym's
-    ``Unicode`` (a ``Text``) is ``Text``, BabyAI's subclass of ``MissionSpace`` is
+    ``Unicode`` is ``Text``, BabyAI's subclass of ``MissionSpace`` is
     ``MissionSpace``; an unknown class is its own name."""
     for klass in type(space).__mro__:
         name = klass.__name__
         if name in _OTHER_KINDS:
-            return name
+            return _SAME_AS.get(name, name)
         if name in _GYMNASIUM_KINDS and klass.__module__.startswith("gymnasium.spaces"):
             return name
     return type(space).__name__

@@ -115,3 +115,13 @@ def test_an_id_is_registered_by_importing_its_namespace(tmp_path):
     hello = _serve("nosuchgym/tasks.walk-v0", str(tmp_path))
     assert hello["ok"] is False
     assert "name the module that registers it as MODULE:nosuchgym/tasks.walk-v0 (e.g. nosuchgym.tasks:nosuchgym/tasks.walk-v0)" in hello["error"], hello
+
+
+def test_browsergym_0_14s_unicode_a_plain_space_is_text():
+    # browsergym-core 0.14.3 defines Unicode on gymnasium's Space, not Text (found running
+    # MiniWoB through it): served as Text, of no declared length.
+    namespace = {}
+    exec("class Unicode(Space):\n    def contains(self, x):\n        return isinstance(x, str)\n", {"Space": spaces.Space}, namespace)
+    plain = namespace["Unicode"]()
+    assert wire._space_kind(plain) == "Text"
+    assert wire.declare_space(plain)["shape"] == [0]

@@ -363,10 +363,18 @@ fn text_detail(a: &Array, b: &Array) -> Option<Detail> {
     if a.shape().len() != 1 || b.shape().len() != 1 {
         return None;
     }
-    let (x, y) = (
-        text_diff::as_text(bytes_of(a)?)?,
-        text_diff::as_text(bytes_of(b)?)?,
-    );
+    // An empty side is text when the other is (BrowserGym's `last_action_error` is "" until
+    // an action fails): one text suffices, and both must read as text.
+    fn text(bytes: &[u8]) -> Option<&str> {
+        match bytes {
+            [] => Some(""),
+            b => text_diff::as_text(b),
+        }
+    }
+    let (x, y) = (text(bytes_of(a)?)?, text(bytes_of(b)?)?);
+    if x.is_empty() && y.is_empty() {
+        return None;
+    }
     let (x, y) = text_diff::json_laid_out(x, y);
     let d = text_diff::line_diff(&x, &y)?;
     Some(Detail::Text {
@@ -876,6 +884,15 @@ mod tests {
         let bytes = arr(ArrayData::U8(vec![0, 1, 2]), &[3]);
         let other = arr(ArrayData::U8(vec![0, 1, 3]), &[3]);
         assert_eq!(text_detail(&bytes, &other), None);
+        // An error text that appears where there was none (shapes [0] and [n]) is text.
+        let none = arr(ArrayData::U8(Vec::new()), &[0]);
+        let error = arr(ArrayData::U8(b"Timeout 500ms exceeded.".to_vec()), &[23]);
+        assert!(
+            matches!(text_detail(&none, &error), Some(Detail::Text { .. })),
+            "{:?}",
+            text_detail(&none, &error)
+        );
+        assert_eq!(text_detail(&none, &none), None);
     }
 
     #[test]
