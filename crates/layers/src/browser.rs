@@ -109,18 +109,14 @@ pub fn snapshot_browser(cdp: &mut Cdp, context: Option<&str>) -> Result<Value, S
             continue;
         };
         let id = t.get("targetId").and_then(Json::as_str).unwrap_or_default();
-        let attached = cdp.call(
-            "Target.attachToTarget",
-            json!({"targetId": id, "flatten": true}),
-        )?;
-        let sid = attached
-            .get("sessionId")
-            .and_then(Json::as_str)
-            .ok_or("DevTools Target.attachToTarget gave no sessionId")?
-            .to_owned();
-        let read = read_page(cdp, &sid, &origin, [&mut local, &mut session, &mut indexed]);
-        let detached = cdp.call("Target.detachFromTarget", json!({"sessionId": sid}));
+        // A page that closes while it is read (a reset closing the last episode's tabs) is
+        // not part of the state: it is left out, pages and storage alike. Any other failure
+        // is an error.
+        let read = read_target(cdp, id, &origin, [&mut local, &mut session, &mut indexed]);
         match read {
+            Err(_) if !still_open(cdp, id)? => {
+                pages.pop();
+            }
             // A file:// page's storage belongs to an origin DevTools may refuse to name: say
             // so, never report it as empty.
             Err(e) if origin == FILE_ORIGIN => {
@@ -131,7 +127,6 @@ pub fn snapshot_browser(cdp: &mut Cdp, context: Option<&str>) -> Result<Value, S
             }
             other => other?,
         }
-        detached?;
     }
     pages.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
     let mut out = Map::new();
@@ -144,6 +139,34 @@ pub fn snapshot_browser(cdp: &mut Cdp, context: Option<&str>) -> Result<Value, S
         out.insert("not_readable".into(), Value::Object(unreadable));
     }
     Ok(Value::Object(out))
+}
+
+/// Attaches to the page `id`, reads it ([`read_page`]) and detaches.
+fn read_target(cdp: &mut Cdp, id: &str, origin: &str, into: [&mut Map; 3]) -> Result<(), String> {
+    let attached = cdp.call(
+        "Target.attachToTarget",
+        json!({"targetId": id, "flatten": true}),
+    )?;
+    let sid = attached
+        .get("sessionId")
+        .and_then(Json::as_str)
+        .ok_or("DevTools Target.attachToTarget gave no sessionId")?
+        .to_owned();
+    let read = read_page(cdp, &sid, origin, into);
+    let detached = cdp.call("Target.detachFromTarget", json!({"sessionId": sid}));
+    read?;
+    detached.map(|_| ())
+}
+
+/// Whether the target `id` is still open.
+fn still_open(cdp: &mut Cdp, id: &str) -> Result<bool, String> {
+    let targets = cdp.call("Target.getTargets", json!({}))?;
+    Ok(targets
+        .get("targetInfos")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .any(|t| t.get("targetId").and_then(Json::as_str) == Some(id)))
 }
 
 /// The origin every `file://` page shares in Chromium's storage.
