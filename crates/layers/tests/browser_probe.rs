@@ -64,38 +64,7 @@ fn storage_is_read_per_origin_and_contexts_apart() {
         .as_str()
         .unwrap()
         .to_string();
-    let target = cdp
-        .call(
-            "Target.createTarget",
-            json!({"url": page.url(), "browserContextId": ctx}),
-        )
-        .unwrap()["targetId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let session = cdp
-        .call(
-            "Target.attachToTarget",
-            json!({"targetId": target, "flatten": true}),
-        )
-        .unwrap()["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let mut ready = false;
-    // A freshly launched browser on a loaded machine can take seconds to load a page: up to
-    // 3,000 looks 10 ms apart (30 s and more; counted, as the wall clock is off limits).
-    for _ in 0..3000 {
-        let v = cdp
-            .call_in(Some(&session), "Runtime.evaluate", json!({"expression": "document.readyState === 'complete' && location.href", "returnByValue": true}))
-            .unwrap();
-        if v.pointer("/result/value").and_then(|v| v.as_str()) == Some(page.url().as_str()) {
-            ready = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(ready, "the page did not load");
+    let session = open_page(&mut cdp, &page.url(), Some(&ctx));
     cdp.call_in(
         Some(&session),
         "Runtime.evaluate",
@@ -137,12 +106,16 @@ fn storage_is_read_per_origin_and_contexts_apart() {
     assert!(after.pointer("/cookies/127.0.0.1").is_none(), "{after:?}");
 }
 
-/// Opens `url` in a new page of the default context and waits until it has loaded; the page's
-/// DevTools session.
-fn open_page(cdp: &mut Cdp, url: &str) -> String {
-    let target = cdp
-        .call("Target.createTarget", json!({"url": url}))
-        .unwrap()["targetId"]
+/// Opens `url` in a new page (of `context`, else the default context) and waits until it has
+/// loaded; the page's DevTools session. A freshly launched browser on a loaded machine can
+/// take seconds to load a page: up to 3,000 looks 10 ms apart (counted, as the wall clock is
+/// off limits).
+fn open_page(cdp: &mut Cdp, url: &str, context: Option<&str>) -> String {
+    let params = match context {
+        Some(c) => json!({"url": url, "browserContextId": c}),
+        None => json!({"url": url}),
+    };
+    let target = cdp.call("Target.createTarget", params).unwrap()["targetId"]
         .as_str()
         .unwrap()
         .to_string();
@@ -177,7 +150,7 @@ fn a_file_page_its_storage_indexed_db_and_url_are_read() {
     std::fs::write(&html, "<html><body>task</body></html>").unwrap();
     let url = format!("file://{}", html.display());
     let (browser, mut cdp) = launch();
-    let session = open_page(&mut cdp, &url);
+    let session = open_page(&mut cdp, &url, None);
     let script = "localStorage.setItem('done', '1'); new Promise(ok => { const r = indexedDB.open('app', 1); r.onupgradeneeded = () => r.result.createObjectStore('visits', {autoIncrement: true}); r.onsuccess = () => { const t = r.result.transaction('visits', 'readwrite'); t.objectStore('visits').add({n: 1}); t.objectStore('visits').add({n: 2}); t.oncomplete = () => ok('ok'); t.onerror = () => ok('error ' + t.error); }; r.onerror = () => ok('error ' + r.error); })";
     let done = cdp
         .call_in(
