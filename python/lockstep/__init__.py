@@ -172,7 +172,17 @@ def trace(env, seed: int = 0, steps: int = 100) -> str:
     return _native.trace(source.make, source.env_id, seed, steps)
 
 
-from . import contract, golden, range  # noqa: E402 - they import the names above
+from . import contract, golden  # noqa: E402 - they import the names above
+
+
+def __getattr__(name):
+    # `lockstep.range` imports numpy and gymnasium (a tenth of a second): only when used, so
+    # `python -m lockstep`, which every worker process of a check runs, starts without them.
+    if name == "range":
+        import importlib
+
+        return importlib.import_module(".range", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "CHECKS",

@@ -44,40 +44,147 @@ const STDERR_TAIL_LINES: usize = 20;
 impl Workers {
     /// Runs the worker with `args`; its last stdout line, or why there is none.
     fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Result<String, String> {
-        let mut cmd = Command::new(&self.exe);
-        cmd.args(&self.prefix)
-            .arg("worker")
-            .args(args)
-            .stdin(Stdio::null());
-        // A home and temp directories of its own, removed when it ended; the working
-        // directory stays the caller's (see lockstep::private_dirs).
-        let dirs = PrivateDirs::new().map_err(|e| format!("private directories: {e}"))?;
-        dirs.apply(&mut cmd, false);
-        if let Some(store) = &self.fresh_runs {
-            cmd.env(FRESH_RUNS_VAR, store);
+        run_worker(&self.exe, &self.prefix, args, self.fresh_runs.as_deref())
+    }
+
+    /// The arguments after `worker` that run the trial of env `env` for `seed`.
+    pub fn trial_args(&self, env: usize, seed: u64) -> Vec<String> {
+        let e = &self.envs[env];
+        let checks: Vec<&str> = self.options.checks.iter().map(|k| k.short()).collect();
+        let mut args: Vec<String> = vec![
+            "trial".into(),
+            "--id".into(),
+            e.id.clone(),
+            "--seed".into(),
+            seed.to_string(),
+            "--steps".into(),
+            self.options.steps.to_string(),
+            "--checks".into(),
+            checks.join(","),
+        ];
+        if let Some(r) = self.options.rollouts {
+            args.extend(["--rollouts".into(), r.to_string()]);
         }
-        die_with_parent(&mut cmd);
-        let out = cmd
-            .output()
-            .map_err(|e| format!("cannot start the worker {}: {e}", self.exe.display()))?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let last = stdout.lines().rev().find(|l| !l.trim().is_empty());
-        match (out.status.success(), last) {
-            (true, Some(line)) => Ok(line.to_string()),
-            _ => {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                let lines: Vec<&str> = stderr.lines().collect();
-                let tail = lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n");
-                Err(format!(
-                    "the worker process of this trial failed ({}){}",
-                    out.status,
-                    if tail.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!(":\n{tail}")
-                    }
-                ))
-            }
+        if e.seedless {
+            args.push("--seedless".into());
+        }
+        if self.options.timings {
+            args.push("--timings".into());
+        }
+        args.extend(crate::envs::IgnoreArgs::flags(&self.options.ignore));
+        args.extend(e.args.iter().cloned());
+        args
+    }
+
+    /// The trial a worker's answer holds (`answer` as [`worker_answer`] gives it), or the
+    /// trial's error: the answer must be a trial, and this one.
+    pub fn trial_of(&self, env: usize, seed: u64, answer: Result<String, String>) -> Trial {
+        let id = &self.envs[env].id;
+        let failed = |error: String| Trial::errored(id, seed, error);
+        match answer {
+            Ok(line) => match serde_json::from_str::<Trial>(&line) {
+                Ok(t) if t.env == *id && t.seed == seed => t,
+                Ok(t) => failed(format!(
+                    "the worker answered for env {:?} seed {}, not this trial",
+                    t.env, t.seed
+                )),
+                Err(err) => failed(format!("the worker's result is not a trial: {err}")),
+            },
+            Err(err) => failed(err),
+        }
+    }
+}
+
+/// The arguments after `worker` that verify the golden file `file` (the file at index 1).
+pub fn golden_args(file: &Path) -> Vec<std::ffi::OsString> {
+    vec!["golden".into(), file.as_os_str().to_owned()]
+}
+
+/// The golden outcome a worker's answer holds, or the golden's error.
+pub fn golden_of(file: &Path, answer: Result<String, String>) -> (GoldenOutcome, bool) {
+    let failed = |summary: String| {
+        (
+            GoldenOutcome {
+                file: file.display().to_string(),
+                env: None,
+                seed: None,
+                passed: false,
+                summary,
+                divergence: None,
+            },
+            true,
+        )
+    };
+    match answer {
+        Ok(line) => match serde_json::from_str::<GoldenResult>(&line) {
+            Ok(r) => (r.outcome, r.errored),
+            Err(err) => failed(format!(
+                "the worker's result is not a golden outcome: {err}"
+            )),
+        },
+        Err(err) => failed(err),
+    }
+}
+
+/// Runs `EXE PREFIX... worker ARGS...` in a fresh process with directories of its own that
+/// dies with the calling thread; its last stdout line, or why there is none. `fresh_runs` is
+/// the run's store of fresh-process references, if it has one.
+pub fn run_worker<S: AsRef<std::ffi::OsStr>>(
+    exe: &Path,
+    prefix: &[std::ffi::OsString],
+    args: &[S],
+    fresh_runs: Option<&Path>,
+) -> Result<String, String> {
+    let mut cmd = Command::new(exe);
+    cmd.args(prefix)
+        .arg("worker")
+        .args(args)
+        .stdin(Stdio::null());
+    // A home and temp directories of its own, removed when it ended; the working directory
+    // stays the caller's (see lockstep::private_dirs).
+    let dirs = PrivateDirs::new().map_err(|e| format!("private directories: {e}"))?;
+    dirs.apply(&mut cmd, false);
+    if let Some(store) = fresh_runs {
+        cmd.env(FRESH_RUNS_VAR, store);
+    }
+    // This process's own starter's pid (a relay's) means nothing to its worker: the worker
+    // dies with this thread through the signal set below.
+    cmd.env_remove(crate::cmd::worker::DIE_WITH_PARENT_VAR);
+    die_with_parent(&mut cmd);
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot start the worker {}: {e}", exe.display()))?;
+    worker_answer(
+        &out.status.to_string(),
+        out.status.success(),
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// A finished worker's result line: the last line of its stdout when it exited 0, else why it
+/// has none, with the end of its stderr. `status` says how it ended (`exit status: 3`,
+/// `signal: 9 (SIGKILL)`), wherever it ran.
+pub fn worker_answer(
+    status: &str,
+    success: bool,
+    stdout: &str,
+    stderr: &str,
+) -> Result<String, String> {
+    let last = stdout.lines().rev().find(|l| !l.trim().is_empty());
+    match (success, last) {
+        (true, Some(line)) => Ok(line.to_string()),
+        _ => {
+            let lines: Vec<&str> = stderr.lines().collect();
+            let tail = lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n");
+            Err(format!(
+                "the worker process of this trial failed ({status}){}",
+                if tail.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(":\n{tail}")
+                }
+            ))
         }
     }
 }
@@ -106,67 +213,10 @@ fn die_with_parent(_cmd: &mut Command) {}
 
 impl Isolated for Workers {
     fn trial(&self, env: usize, seed: u64) -> Trial {
-        let e = &self.envs[env];
-        let checks: Vec<&str> = self.options.checks.iter().map(|k| k.short()).collect();
-        let mut args: Vec<String> = vec![
-            "trial".into(),
-            "--id".into(),
-            e.id.clone(),
-            "--seed".into(),
-            seed.to_string(),
-            "--steps".into(),
-            self.options.steps.to_string(),
-            "--checks".into(),
-            checks.join(","),
-        ];
-        if let Some(r) = self.options.rollouts {
-            args.extend(["--rollouts".into(), r.to_string()]);
-        }
-        if e.seedless {
-            args.push("--seedless".into());
-        }
-        if self.options.timings {
-            args.push("--timings".into());
-        }
-        args.extend(crate::envs::IgnoreArgs::flags(&self.options.ignore));
-        args.extend(e.args.iter().cloned());
-        let failed = |error: String| Trial::errored(&e.id, seed, error);
-        match self.run(&args) {
-            Ok(line) => match serde_json::from_str::<Trial>(&line) {
-                Ok(t) if t.env == e.id && t.seed == seed => t,
-                Ok(t) => failed(format!(
-                    "the worker answered for env {:?} seed {}, not this trial",
-                    t.env, t.seed
-                )),
-                Err(err) => failed(format!("the worker's result is not a trial: {err}")),
-            },
-            Err(err) => failed(err),
-        }
+        self.trial_of(env, seed, self.run(&self.trial_args(env, seed)))
     }
 
     fn golden(&self, file: &Path) -> (GoldenOutcome, bool) {
-        let args = [std::ffi::OsStr::new("golden"), file.as_os_str()];
-        let failed = |summary: String| {
-            (
-                GoldenOutcome {
-                    file: file.display().to_string(),
-                    env: None,
-                    seed: None,
-                    passed: false,
-                    summary,
-                    divergence: None,
-                },
-                true,
-            )
-        };
-        match self.run(&args) {
-            Ok(line) => match serde_json::from_str::<GoldenResult>(&line) {
-                Ok(r) => (r.outcome, r.errored),
-                Err(err) => failed(format!(
-                    "the worker's result is not a golden outcome: {err}"
-                )),
-            },
-            Err(err) => failed(err),
-        }
+        golden_of(file, self.run(&golden_args(file)))
     }
 }

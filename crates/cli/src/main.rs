@@ -11,6 +11,10 @@ pub(crate) mod output;
 
 pub(crate) mod budget;
 pub(crate) mod child_runner;
+// What a cluster reads of a task, and the connector, are used by the Python package's Ray
+// (through the library target, lib.rs); the binary has no cluster to hand tasks to.
+#[allow(dead_code)]
+pub(crate) mod cluster;
 pub(crate) mod cmd;
 pub(crate) mod counts;
 pub(crate) mod envs;
@@ -76,6 +80,16 @@ fn main() -> ExitCode {
 /// binary's `main`, and the entry of the Python package's `lockstep` console script (through
 /// the library target, crates/cli/src/lib.rs), so both are the same CLI.
 pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    let (code, error) = run_reporting(args);
+    if let Some(error) = error {
+        eprintln!("error: {error}");
+    }
+    code
+}
+
+/// [`run`], with the error that made it exit 2 returned rather than printed (the Python
+/// package raises it); usage errors are printed by clap, as always.
+pub fn run_reporting(args: impl IntoIterator<Item = std::ffi::OsString>) -> (u8, Option<String>) {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -86,12 +100,12 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
                 let written =
                     output::print(&e.render().ansi().to_string()).and_then(|()| output::flush());
                 if let Err(output::OutputError::Closed) = written {
-                    return 141;
+                    return (141, None);
                 }
-                return u8::try_from(e.exit_code()).unwrap_or(2);
+                return (u8::try_from(e.exit_code()).unwrap_or(2), None);
             }
             let _ = e.print();
-            return u8::try_from(e.exit_code()).unwrap_or(2);
+            return (u8::try_from(e.exit_code()).unwrap_or(2), None);
         }
     };
     json_input::set_max_input_bytes(cli.max_input_bytes);
@@ -116,14 +130,11 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
         Ok(code)
     });
     match result {
-        Ok(code) => exit_code_number(code),
+        Ok(code) => (exit_code_number(code), None),
         Err(err) => match err.downcast_ref::<output::OutputError>() {
             // A closed pipe ends quietly, as a program killed by SIGPIPE does.
-            Some(output::OutputError::Closed) => 141,
-            _ => {
-                eprintln!("error: {err:#}");
-                2
-            }
+            Some(output::OutputError::Closed) => (141, None),
+            _ => (2, Some(format!("{err:#}"))),
         },
     }
 }

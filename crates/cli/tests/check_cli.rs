@@ -488,6 +488,13 @@ fn bad_usage_is_an_error_with_exit_2() {
         (vec!["fixture", "--rollouts", "1"], "from 2 to"),
         (vec!["fixture", "--seedless", "range:x"], "names no env"),
         (vec!["--cmd"], "--cmd needs"),
+        // Ray lives in the Python package: the binary says how to get it, runs nothing.
+        (
+            vec!["fixture", "--ray", "auto"],
+            "install the Python package with Ray (pip install './python[ray]') and run `python -m lockstep check --ray auto ...`",
+        ),
+        (vec!["fixture", "--ray", "auto", "--jobs", "2"], "--jobs counts processes on this machine"),
+        (vec!["fixture", "--ray-cpus", "2"], "--ray"),
     ] {
         let o = check(&args, &out);
         assert_eq!(o.status.code(), Some(2), "{args:?}");

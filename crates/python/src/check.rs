@@ -115,6 +115,18 @@ impl NativeReport {
         })
     }
 
+    /// The `lockstep` command that replays the failed `checks` of trial (`env`, `seed`), as
+    /// `lockstep check` prints it (a report of the CLI's runs: `lockstep.ray.check`).
+    fn cli_replay(&self, env: &str, seed: u64, checks: Vec<String>) -> Option<String> {
+        let trial = self
+            .report
+            .trials
+            .iter()
+            .find(|t| t.env == env && t.seed == seed)?;
+        let checks: Vec<&str> = checks.iter().map(String::as_str).collect();
+        lockstep_cli::replay_from_report(&self.report)(trial, &checks)
+    }
+
     /// Writes report.json and report.html into `dir` (created if needed), each atomically;
     /// report.html's replay commands are `replay`'s, as in [`Self::render_text`].
     #[pyo3(signature = (dir, replay = None))]
@@ -140,6 +152,15 @@ impl NativeReport {
         }
         Ok(())
     }
+}
+
+/// A report.json's report (`lockstep.ray.check` reads the one its run wrote); `name` names the
+/// text in an error.
+#[pyfunction]
+pub fn report_from_json(text: &str, name: &str) -> PyResult<NativeReport> {
+    Report::from_json(text.as_bytes(), name)
+        .map(|report| NativeReport { report })
+        .map_err(|e| error(Kind::Config, e.to_string()))
 }
 
 /// Runs `f` with a replay command that calls `replay(env, seed, checks)` (a Python callable

@@ -11,6 +11,7 @@ mod arrays;
 mod canonical;
 mod check;
 mod cli;
+mod cluster;
 mod convert;
 mod errors;
 mod py_env;
@@ -34,5 +35,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check::golden_env, m)?)?;
     m.add_function(wrap_pyfunction!(check::golden_verify, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli_run, m)?)?;
+    m.add_function(wrap_pyfunction!(check::report_from_json, m)?)?;
     Ok(())
 }

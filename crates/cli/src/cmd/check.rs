@@ -117,6 +117,19 @@ pub struct Args {
     /// report without them is the same bytes every time.
     #[arg(long)]
     timings: bool,
+    /// Run the trials on a Ray cluster: `auto` (the cluster this machine is a node of) or its
+    /// HOST:PORT. One Ray task per trial and golden, each starting a fresh worker process on a
+    /// node; the header, the table, report.json and report.html are the same bytes as without
+    /// it. Needs the Python package with Ray (`pip install './python[ray]'`, then `python -m
+    /// lockstep check --ray ...`; docs/check.md, "Many machines").
+    #[arg(long, value_name = "ADDRESS")]
+    ray: Option<String>,
+    /// Print nothing but errors: the report says everything (the Python API's runs).
+    #[arg(short, long)]
+    quiet: bool,
+    /// CPUs Ray reserves for each task (with --ray).
+    #[arg(long, value_name = "N", default_value_t = 1.0, requires = "ray")]
+    ray_cpus: f64,
 }
 
 /// Parses `N` (0..N) or `A..B` (half-open).
@@ -173,6 +186,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.rollouts.is_some_and(|r| r < 2) {
         bail!("--rollouts must be at least 2 (the same-seed check compares rollouts)");
+    }
+    if args.ray.is_some() && args.jobs.is_some() {
+        bail!("--jobs counts processes on this machine; with --ray the cluster schedules the trials (--ray-cpus sets each one's CPUs)");
+    }
+    if args.ray.is_some() && args.budget.is_some() {
+        bail!("--budget fits a run to this machine's cores; with --ray the cluster's size decides: give --seeds and --steps instead");
+    }
+    if !(args.ray_cpus > 0.0 && args.ray_cpus.is_finite()) {
+        bail!(
+            "--ray-cpus {}: a task needs more than 0 CPUs",
+            args.ray_cpus
+        );
     }
     let mut seeds = parse_seeds(&args.seeds)?;
     let shard = args
@@ -241,6 +266,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Golden::load(g).map_err(|e| anyhow::anyhow!("--golden: {e}"))?;
     }
     check_writable_dir(&args.out)?;
+    let cluster = args
+        .ray
+        .as_ref()
+        .map(|address| {
+            crate::cluster::connect(&crate::cluster::ClusterOptions {
+                address: address.clone(),
+                cpus_per_task: args.ray_cpus,
+            })
+        })
+        .transpose()?;
 
     let mut params = RunParams {
         budget: None,
@@ -285,7 +320,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     // TigerBeetle's habit: say what determines the run before running it.
-    eprintln!(
+    let header = format!(
         "lockstep {} check: envs {} seeds {} steps {} checks {} rollouts {}{}{}{}",
         env!("CARGO_PKG_VERSION"),
         envs.join(","),
@@ -307,6 +342,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             format!(" ignore {}", ignore.texts().join(","))
         }
     );
+    if !args.quiet {
+        eprintln!("{header}");
+    }
+
+    if let Some(cluster) = cluster.as_ref().filter(|_| !args.quiet) {
+        eprintln!("{}", cluster.describe());
+    }
 
     let golden_files: Vec<PathBuf> = args
         .golden
@@ -358,7 +400,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             jobs.min(std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get));
         let left = budget.saturating_sub(started.elapsed());
         let fitted = lockstep::budget::fit(requested, &options.checks, measured, parallel, left);
-        eprintln!("{}", crate::budget::header_line(budget, measured, &fitted));
+        if !args.quiet {
+            eprintln!("{}", crate::budget::header_line(budget, measured, &fitted));
+        }
         seeds.truncate(fitted.plan.seeds);
         params.seeds = seeds.clone();
         options.steps = fitted.plan.steps;
@@ -375,7 +419,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     // This very CLI re-run (the interpreter and `-m lockstep` when it runs inside Python).
     let me = crate::child_runner::ChildRunner::current()?;
-    // The trials' fresh-process references, each run once for the whole run.
+    // The trials' fresh-process references, each run once for the whole run (on one
+    // machine: the nodes of a cluster share no directory, so there each trial runs its own).
     let fresh_runs = tempfile::Builder::new()
         .prefix("lockstep-fresh-runs-")
         .tempdir()
@@ -385,17 +430,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         prefix: me.prefix,
         envs: worker_envs,
         options,
-        fresh_runs: Some(fresh_runs.path().to_path_buf()),
+        fresh_runs: cluster.is_none().then(|| fresh_runs.path().to_path_buf()),
     };
     let runnable: Vec<(usize, u64)> = work
         .iter()
         .filter(|(e, _)| broken[*e].is_none())
         .copied()
         .collect();
-    let progress = progress_bar((runnable.len() + golden_files.len()) as u64);
-    let (ran, verified) = run_isolated(&workers, &runnable, &golden_files, jobs, &|| {
-        progress.inc(1)
-    });
+    let progress = match args.quiet {
+        true => indicatif::ProgressBar::hidden(),
+        false => progress_bar((runnable.len() + golden_files.len()) as u64),
+    };
+    let (ran, verified) = match &cluster {
+        None => run_isolated(&workers, &runnable, &golden_files, jobs, &|| {
+            progress.inc(1)
+        }),
+        Some(cluster) => {
+            let done = || progress.inc(1);
+            let ran =
+                crate::cluster::run_on(cluster.as_ref(), &workers, &runnable, &golden_files, &done);
+            ran.inspect_err(|_| progress.finish_and_clear())?
+        }
+    };
     let trials = crate::envs::with_unstarted(&work, &broken, &envs, ran);
     progress.finish_and_clear();
     let golden_errors = verified.iter().any(|(_, errored)| *errored);
@@ -406,7 +462,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let replay = replay_from_report(&report);
     // The results are printed before the report is written: a write that fails at the end
     // must not lose them.
-    crate::output::print(&crate::render::summary_text(&report, &replay, args.verbose))?;
+    if !args.quiet {
+        crate::output::print(&crate::render::summary_text(&report, &replay, args.verbose))?;
+    }
     // A run in which no env started has nothing to report but the error already printed: it
     // leaves no report behind (nor a directory it created), so a failed start is not mistaken
     // for a run.
@@ -415,10 +473,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("no env started: no report written");
     } else {
         write_report(&report, &args.out, &replay)?;
-        crate::output::print(&format!(
-            "report: {}\n",
-            args.out.join("report.html").display()
-        ))?;
+        if !args.quiet {
+            crate::output::print(&format!(
+                "report: {}\n",
+                args.out.join("report.html").display()
+            ))?;
+        }
     }
     // An environment that could not be checked is an error (2), not a finding (1); the report
     // is written either way when anything ran, with everything gathered before the error.
