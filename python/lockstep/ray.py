@@ -24,11 +24,13 @@ Ray is an optional extra: nothing else in the package imports it.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import uuid
 from typing import Iterable, Optional, Sequence
 
 from . import _native
@@ -80,9 +82,11 @@ def check(
     :func:`lockstep.check`'s and the CLI's options of the same names; ``goldens`` names golden
     files to verify, each a task of its own.
 
-    Raises :class:`lockstep.ConfigError` for bad arguments or when Ray is not installed or
-    cannot be reached, and :class:`lockstep.EnvError` when the run could not check the env
-    (the CLI's exit code 2).
+    Raises :class:`lockstep.ConfigError` for bad arguments, a missing Ray, a cluster it cannot
+    reach, and a run the cluster could not finish (a node with another lockstep version, a
+    task lost on every retry). An env that errors is in the report, as with
+    :func:`lockstep.check`. When this process already called ``ray.init``, that connection
+    is used as it is (``address`` and ``runtime_env`` then do nothing).
     """
     global _runtime_env
     env_words = _env_args(env)  # last: an external env's `--cmd -- ARGV` ends the line
@@ -105,20 +109,20 @@ def check(
         argv += ["--golden", os.fspath(golden)]
     argv += ["--ray", str(address), "--ray-cpus", str(float(num_cpus)), "--quiet"]
     with tempfile.TemporaryDirectory(prefix="lockstep-ray-report-") as scratch:
-        target = os.fspath(out) if out is not None else scratch
-        argv += ["--out", target, *env_words]
+        argv += ["--out", scratch, *env_words]
         _runtime_env = runtime_env
         try:
             code, error = _native.cli_run(argv, [sys.executable, "-m", "lockstep"])
         finally:
             _runtime_env = None
-        path = os.path.join(target, "report.json")
-        if error is not None and not os.path.exists(path):
+        path = os.path.join(scratch, "report.json")
+        if error is not None:
+            # The run itself failed (the cluster, not an env): nothing to return.
             raise ConfigError(error)
         with open(path, encoding="utf-8") as f:
             native = _native.report_from_json(f.read(), path)
-    if code == 2 and error is not None:
-        raise EnvError(error)
+    if out is not None:
+        native.write(os.fspath(out), native.cli_replay)
     return Report(native, {}, native.cli_replay)
 
 
@@ -234,6 +238,9 @@ class _Driver:
         ray = self.ray
         remote = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(_run_task)
         forwarded = _forwarded_env()
+        # The trials on one node share their fresh-process references, as the trials of a
+        # one-machine run do: a store directory per run on each node, removed at the end.
+        forwarded["store"] = f"lockstep-fresh-runs-{uuid.uuid4().hex}"
         refs = {}
         for i, task in enumerate(tasks):
             refs[remote.options(num_cpus=self.cpus).remote(task, forwarded)] = i
@@ -257,9 +264,31 @@ class _Driver:
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
+            _remove_stores(ray, forwarded["store"])
             if self.started:
                 ray.shutdown()  # its threads stop printing before stdout is given back
             sys.stdout = stdout
+
+
+def _remove_stores(ray, name):
+    """Removes the run's store on every node still alive (a lost node's is left in its temp
+    directory)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    remove = ray.remote(num_cpus=0, max_retries=0)(_remove_store)
+    refs = [
+        remove.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote(name)
+        for node in ray.nodes()
+        if node.get("Alive")
+    ]
+    try:
+        ray.get(refs, timeout=60)
+    except Exception:  # a node lost now keeps its copy; the run's answers are all in
+        pass
+
+
+def _remove_store(name):
+    shutil.rmtree(os.path.join(tempfile.gettempdir(), name), ignore_errors=True)
 
 
 def _forwarded_env():
@@ -288,6 +317,9 @@ def _run_task(task, forwarded):
                 f.write(shipped["bytes"])
             args[shipped["arg"]] = path
         env = _worker_env(forwarded["vars"])
+        store = os.path.join(tempfile.gettempdir(), forwarded["store"])
+        os.makedirs(store, exist_ok=True)
+        env["LOCKSTEP_FRESH_RUNS"] = store
         cwd = forwarded["cwd"] if os.path.isdir(forwarded["cwd"]) else None
         try:
             worker = subprocess.Popen(

@@ -11,9 +11,9 @@
 //! Trials of one run (each in a worker process of its own) ask for the same references:
 //! seed S+1's is the reference of trial S and of trial S+1. With a store directory
 //! ([`FreshRuns::with_store`], made by `lockstep check` for its workers), each (env, seed,
-//! steps) runs once per run: the first worker to take its lock file runs it and writes the
-//! trace; the others wait for the file. A worker that dies while holding a lock only makes the
-//! others run the reference themselves, after [`STORE_PATIENCE_POLLS`] looks.
+//! steps) runs once per run: the first worker to lock its lock file runs it and writes the
+//! trace; the others wait for the file. A worker that dies while holding the lock releases it
+//! as it dies (see [`StoreLock`]), and the next worker runs the reference.
 //!
 //! The same holds for the continuation check's fresh process: its first episode is the seed's
 //! rollout in a fresh process with a string-hash salt of its own, which is what the
@@ -80,28 +80,24 @@ impl<'a> FreshRuns<'a> {
             if let Some(recorded) = read_stored(&trace_file) {
                 return Ok(Some(recorded));
             }
-            let taken = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&lock_file);
-            match taken {
-                Ok(_) => {
+            match StoreLock::try_take(&lock_file) {
+                Ok(Some(_held)) => {
+                    // The holder before us may have finished between our look and our lock.
+                    if let Some(recorded) = read_stored(&trace_file) {
+                        return Ok(Some(recorded));
+                    }
                     let run = self.inner.run_reference(env, seed, steps, None);
-                    match &run {
-                        Ok(Some(r)) => {
-                            if let Ok(json) = serde_json::to_vec(&r.trace) {
-                                // Atomic: a reader sees the whole trace or none.
-                                let _ = crate::atomic_file::write_atomic(&trace_file, &json);
-                            }
-                        }
-                        // Another worker may try: an error is this run's to report.
-                        _ => {
-                            let _ = std::fs::remove_file(&lock_file);
+                    if let Ok(Some(r)) = &run {
+                        if let Ok(json) = serde_json::to_vec(&r.trace) {
+                            // Atomic: a reader sees the whole trace or none.
+                            let _ = crate::atomic_file::write_atomic(&trace_file, &json);
                         }
                     }
+                    // An error is this run's to report; the lock goes with `_held`, and the
+                    // next worker to take it runs the reference itself.
                     return run;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                Ok(None) => {
                     if polls >= STORE_PATIENCE_POLLS {
                         return self.inner.run_reference(env, seed, steps, None);
                     }
@@ -176,9 +172,42 @@ impl<'a> FreshRuns<'a> {
     }
 }
 
+/// An exclusive `flock(2)` on a reference's lock file. The kernel drops it when its holder
+/// ends, however it ends: a worker killed while running a reference (a lost Ray task, a
+/// timeout) leaves the reference to the next worker at once, not after the patience of
+/// [`STORE_PATIENCE_POLLS`]. The file itself stays, so no waiter can remove a lock another
+/// waiter has just taken.
+struct StoreLock {
+    _held: std::fs::File,
+}
+
+impl StoreLock {
+    /// The lock, `None` while another process holds it.
+    fn try_take(path: &std::path::Path) -> std::io::Result<Option<StoreLock>> {
+        use std::os::fd::AsRawFd as _;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if taken == 0 {
+            return Ok(Some(StoreLock { _held: file }));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Ok(None)
+        } else {
+            Err(e)
+        }
+    }
+}
+
 /// How often a worker looks for a reference another worker is running.
 const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
-/// How many looks before it runs the reference itself (at least ten minutes of waiting).
+/// How many looks before it runs the reference itself (at least ten minutes of waiting): the
+/// holder is alive (a dead one's lock is gone), so this only bounds a reference that hangs.
 pub const STORE_PATIENCE_POLLS: u32 = 30_000;
 
 /// The store's file name of a reference: a digest of what determines it.
@@ -332,5 +361,41 @@ mod tests {
             5,
             "a capture is a new run"
         );
+    }
+
+    #[test]
+    fn a_store_lock_is_exclusive_and_released_with_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.lock");
+        let held = StoreLock::try_take(&path).unwrap();
+        assert!(held.is_some());
+        assert!(
+            StoreLock::try_take(&path).unwrap().is_none(),
+            "held elsewhere"
+        );
+        drop(held);
+        assert!(StoreLock::try_take(&path).unwrap().is_some(), "released");
+    }
+
+    #[test]
+    fn a_lock_file_left_by_a_dead_worker_does_not_stall_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = store_key("e", 6, 10);
+        // What a killed worker leaves: the file, with no lock on it.
+        std::fs::write(dir.path().join(format!("{key}.lock")), b"").unwrap();
+        let store = dir.path().to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let counting = Counting(AtomicU64::new(0));
+            let runs = FreshRuns::with_store(&counting, Some(store));
+            let got = runs.run_reference("e", 6, 10, None);
+            let _ = tx.send((got, counting.0.load(Ordering::Relaxed)));
+        });
+        // The old lock-by-existence waited STORE_PATIENCE_POLLS (ten minutes) here.
+        let (got, ran) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the reference ran without waiting for a dead holder");
+        assert!(matches!(got, Err(ref e) if e == "e 6: counted"));
+        assert_eq!(ran, 1);
     }
 }
