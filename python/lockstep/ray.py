@@ -376,19 +376,7 @@ def _end_session(sid):
             pass
         return
     for _ in range(3):
-        left = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read().decode("ascii", "replace")
-            except OSError:
-                continue
-            # pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses.
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if len(fields) > 3 and fields[3] == str(sid):
-                left.append(int(entry))
+        left = _session_members(sid)
         if not left:
             return
         for pid in left:
@@ -396,6 +384,25 @@ def _end_session(sid):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def _session_members(sid):
+    """Pids of the live processes in session ``sid``, read from /proc (zombies are left out:
+    they are already dead and wait only for their parent)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
+            found.append(int(entry))
+    return found
 
 
 def _status(code):

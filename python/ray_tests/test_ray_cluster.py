@@ -22,6 +22,8 @@ import time
 
 import pytest
 
+from lockstep.ray import _session_members as session_members
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PYTHON = sys.executable
 HEAD_IP, SECOND_IP = "127.0.0.2", "127.0.0.3"
@@ -39,23 +41,6 @@ def _bin():
 
 def _ray():
     return os.path.join(os.path.dirname(PYTHON), "ray")
-
-
-def session_members(sid):
-    """Pids of the processes in session ``sid``, read from /proc."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
-            found.append(int(entry))
-    return found
 
 
 def command_line(pid):
