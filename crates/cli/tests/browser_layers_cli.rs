@@ -4,46 +4,30 @@
 //! reset; with `bug="kept_browser"` the episode's localStorage survives the reset. Needs
 //! Chromium (scripts/test installs Debian's).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::path::Path;
 
 fn check(kwargs: &str, out: &Path) -> (Option<i32>, String, serde_json::Value) {
-    let py = std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".into());
-    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .current_dir(repo())
-        .args(["check", "--out"])
-        .arg(out)
-        .args(["--seeds", "0..3", "--steps", "3", "--checks", "same"])
-        .args([
+    let run = support::check_adapter(
+        &[
+            "--seeds",
+            "0..3",
+            "--steps",
+            "3",
+            "--checks",
+            "same",
             "--rollouts",
             "2",
-            "--cmd",
-            "--",
-            &py,
-            "-m",
-            "lockstep_adapter",
-        ])
-        .args(["factory", "lockstep_adapter.testing_browser:browser_task"])
-        .args(["--kwargs", kwargs, "--exclude", "_browser"])
-        .env("PYTHONPATH", repo().join("python"))
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        ],
+        &["factory", "lockstep_adapter.testing_browser:browser_task"]
+            .into_iter()
+            .chain(["--kwargs", kwargs, "--exclude", "_browser"])
+            .collect::<Vec<_>>(),
+        out,
     );
-    let report = std::fs::read_to_string(out.join("report.json"))
-        .map(|t| serde_json::from_str(&t).unwrap())
-        .unwrap_or_else(|e| panic!("no report ({e}):\n{text}"));
-    (o.status.code(), text, report)
+    let report = run.report();
+    (run.code, run.text, report)
 }
 
 #[test]

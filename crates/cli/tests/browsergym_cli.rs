@@ -7,15 +7,11 @@
 //! `LOCKSTEP_REQUIRE_BROWSERGYM` is set (scripts/test sets it after installing them): then it
 //! fails.
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use support::{python, repo};
 
 /// BrowserGym's wall clocks: in the observation, the info and the env's attributes (each chat
 /// message's stamp, the episode's start); and Chromium's own ids in the accessibility tree (a
@@ -46,7 +42,7 @@ pub const BROWSERGYM_CLOCKS: &[&str] = &[
 
 #[test]
 fn miniwob_click_test_runs_through_browsergym_with_no_wrapper() {
-    let py = std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let py = python();
     let pages = Command::new(&py)
         .args([
             "-c",

@@ -3,19 +3,12 @@
 //! real binary against the adapter's walker fixtures, each with one source, and webtask's
 //! Python twin for `contract infer` and `check --contract`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn python() -> String {
-    std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
+mod support;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use support::{python, repo};
 
 /// The line of `snippet` in the walker fixtures' file, as the report shows it.
 fn site_of(snippet: &str) -> String {
@@ -39,41 +32,18 @@ fn check_walker(
         Some(b) => format!("{{\"bug\": \"{b}\"}}"),
         None => "{}".into(),
     };
-    let py = python();
-    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .current_dir(repo())
-        .args([
-            "check", "--seeds", "1", "--steps", "8", "--checks", checks, "--out",
-        ])
-        .arg(out)
-        .args([
-            "--cmd",
-            "--",
-            py.as_str(),
-            "-m",
-            "lockstep_adapter",
+    let run = support::check_adapter(
+        &["--seeds", "1", "--steps", "8", "--checks", checks],
+        &[
             "factory",
-        ])
-        .args([
             "lockstep_adapter.testing:walker",
             "--kwargs",
             kwargs.as_str(),
-        ])
-        .env("PYTHONPATH", repo().join("python"))
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        ],
+        out,
     );
-    let report =
-        std::fs::read_to_string(out.join("report.json")).unwrap_or_else(|e| panic!("{e}: {text}"));
-    (
-        o.status.code(),
-        text,
-        serde_json::from_str(&report).unwrap(),
-    )
+    let report = run.report();
+    (run.code, run.text, report)
 }
 
 fn cause_of<'a>(report: &'a serde_json::Value, check: &str) -> &'a serde_json::Value {

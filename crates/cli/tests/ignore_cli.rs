@@ -4,43 +4,36 @@
 //! contract's `[compare] ignore`) leaves everything else compared, and the checks pass. A
 //! pattern that is not one is exit 2 with the pattern named.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::path::Path;
 
 const STAMPS: [&str; 2] = ["/obs/chat_messages/*/timestamp", "/state/chat/*/timestamp"];
 
 /// `lockstep check` of the clocked clicker with `flags` before `--cmd`: exit code, text and
 /// report.json (`Null` when none was written).
 fn check_clicker(flags: &[&str], out: &Path) -> (Option<i32>, String, serde_json::Value) {
-    let py = std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".into());
-    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .current_dir(repo())
-        .args(["check", "--seeds", "0..2", "--steps", "4", "--out"])
-        .arg(out)
-        .args(flags)
-        .args(["--cmd", "--", py.as_str(), "-m", "lockstep_adapter"])
-        .args(["factory", "lockstep_adapter.testing:clicker"])
-        .args(["--kwargs", r#"{"bug":"clock"}"#])
-        .args(["--policy", "lockstep_adapter.testing:click_policy"])
-        .env("PYTHONPATH", repo().join("python"))
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    let flags: Vec<&str> = ["--seeds", "0..2", "--steps", "4"]
+        .into_iter()
+        .chain(flags.iter().copied())
+        .collect();
+    let run = support::check_adapter(
+        &flags,
+        &[
+            "factory",
+            "lockstep_adapter.testing:clicker",
+            "--kwargs",
+            r#"{"bug":"clock"}"#,
+            "--policy",
+            "lockstep_adapter.testing:click_policy",
+        ],
+        out,
     );
-    let report = std::fs::read_to_string(out.join("report.json"))
-        .map(|r| serde_json::from_str(&r).unwrap())
-        .unwrap_or(serde_json::Value::Null);
-    (o.status.code(), text, report)
+    (
+        run.code,
+        run.text,
+        run.report.unwrap_or(serde_json::Value::Null),
+    )
 }
 
 /// Each check's verdicts over the trials, as `check: passed` pairs (and `conformity`).

@@ -1,54 +1,29 @@
 //! End to end (issue 30 item 2): an env with a text action space, which lockstep's sampler
 //! cannot act in, driven through the adapter by `--policy MODULE:FUNCTION` or `--actions FILE`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::path::Path;
 
 /// `lockstep check` of the adapter's `clicker` with `driver` flags: exit code, text, report.
 fn check_clicker(driver: &[&str], out: &Path) -> (Option<i32>, String, Option<serde_json::Value>) {
-    let py = std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".into());
-    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .current_dir(repo())
-        .args([
-            "check",
+    let adapter: Vec<&str> = ["factory", "lockstep_adapter.testing:clicker"]
+        .into_iter()
+        .chain(driver.iter().copied())
+        .collect();
+    let run = support::check_adapter(
+        &[
             "--seeds",
             "2",
             "--steps",
             "6",
             "--checks",
             "same,other,interleaved,parallel",
-            "--out",
-        ])
-        .arg(out)
-        .args([
-            "--cmd",
-            "--",
-            py.as_str(),
-            "-m",
-            "lockstep_adapter",
-            "factory",
-            "lockstep_adapter.testing:clicker",
-        ])
-        .args(driver)
-        .env("PYTHONPATH", repo().join("python"))
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        ],
+        &adapter,
+        out,
     );
-    let report = std::fs::read_to_string(out.join("report.json"))
-        .ok()
-        .map(|t| serde_json::from_str(&t).unwrap());
-    (o.status.code(), text, report)
+    (run.code, run.text, run.report)
 }
 
 #[test]

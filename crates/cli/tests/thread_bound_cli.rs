@@ -4,42 +4,27 @@
 //! child's main thread and passes; the parallel check says in words that the env is not
 //! thread-safe, whether it raises there or crashes its process.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::path::Path;
 
 /// `lockstep check` of the thread-bound clicker: exit code, text, report.json.
 fn check_bound(on_other_thread: &str, out: &Path) -> (Option<i32>, String, serde_json::Value) {
-    let py = std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".into());
     let kwargs = format!(r#"{{"on_other_thread":"{on_other_thread}"}}"#);
-    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .current_dir(repo())
-        .args(["check", "--seeds", "0..2", "--steps", "4", "--out"])
-        .arg(out)
-        .args(["--cmd", "--", py.as_str(), "-m", "lockstep_adapter"])
-        .args(["factory", "lockstep_adapter.testing:thread_bound_clicker"])
-        .args(["--kwargs", kwargs.as_str()])
-        .args(["--policy", "lockstep_adapter.testing:click_policy"])
-        .env("PYTHONPATH", repo().join("python"))
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    let run = support::check_adapter(
+        &["--seeds", "0..2", "--steps", "4"],
+        &[
+            "factory",
+            "lockstep_adapter.testing:thread_bound_clicker",
+            "--kwargs",
+            kwargs.as_str(),
+            "--policy",
+            "lockstep_adapter.testing:click_policy",
+        ],
+        out,
     );
-    let report = std::fs::read_to_string(out.join("report.json")).expect(&text);
-    (
-        o.status.code(),
-        text,
-        serde_json::from_str(&report).unwrap(),
-    )
+    let report = run.report();
+    (run.code, run.text, report)
 }
 
 /// Every trial ran without an error, every check but `parallel` passed or did not apply, and

@@ -2,15 +2,12 @@
 //! and one that comes from state does not. The timeout clicker's actions time out when a step
 //! stalls, as a browser's do under load; the sticky cache keeps state across resets.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use support::{python, repo};
 
 fn lockstep(args: &[&str], out: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lockstep"))
@@ -30,7 +27,7 @@ fn report(out: &Path) -> serde_json::Value {
 #[test]
 fn a_failure_from_timing_is_named_as_timing_with_its_figures() {
     let out = tempfile::tempdir().unwrap();
-    let py = std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let py = python();
     let o = lockstep(
         &[
             "--seeds",
