@@ -53,9 +53,11 @@ impl Effect {
     }
 
     /// Whether the effect leaves state behind that a later reset could find. Reads do not:
-    /// they are listed (a file read may be a cache another run wrote) but not warned about.
+    /// they are listed (a file read may be a cache another run wrote) but not warned about;
+    /// nor does anything done to a device that keeps nothing (`/dev/null`, a terminal), which
+    /// a browser or a subprocess's plumbing opens at every launch. `/dev/shm` keeps files.
     pub fn leaves_state(&self) -> bool {
-        self.kind != "file_read"
+        self.kind != "file_read" && !keeps_nothing(self.path.as_deref().unwrap_or(&self.target))
     }
 
     /// `envs/grid.py:42 in reset`, when the site is known.
@@ -92,6 +94,23 @@ impl Effect {
         }
         s
     }
+}
+
+/// Devices whose writes no later open can see.
+fn keeps_nothing(path: &str) -> bool {
+    const DEVICES: [&str; 7] = [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+        "/dev/ptmx",
+    ];
+    DEVICES.contains(&path)
+        || ["/dev/fd/", "/dev/pts/", "/dev/std", "/proc/self/fd/"]
+            .iter()
+            .any(|p| path.starts_with(p))
 }
 
 /// The paths a contract's probed layers read (a `files` directory, a `sqlite` file), resolved.
@@ -184,6 +203,29 @@ pub fn effect_warnings(effects: &[Effect], contract: Option<&Contract>) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn effect(kind: &str, target: &str) -> Effect {
+        Effect {
+            phase: "reset".into(),
+            kind: kind.into(),
+            target: target.into(),
+            path: Some(target.into()),
+            file: None,
+            line: None,
+            function: None,
+            count: 1,
+        }
+    }
+
+    #[test]
+    fn a_device_that_keeps_nothing_is_no_state_and_shared_memory_is() {
+        assert!(!effect("file_write", "/dev/null").leaves_state());
+        assert!(!effect("file_write", "/dev/pts/3").leaves_state());
+        assert!(!effect("file_read", "/home/u/.cache/x").leaves_state());
+        assert!(effect("file_write", "/dev/shm/arena").leaves_state());
+        assert!(effect("file_write", "/home/u/.cache/x").leaves_state());
+        assert!(effect("file_write", "/dev/nullish").leaves_state());
+    }
 
     #[test]
     fn a_loopback_port_is_hidden_and_other_endpoints_kept() {
