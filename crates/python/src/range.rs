@@ -335,7 +335,7 @@ impl RangeBatchCore {
         let batch = &mut self.batch;
         actions
             .py()
-            .detach(|| batch.step(&joint))
+            .detach(|| batch.step_observed(&joint))
             .map_err(|e| error(Kind::Env, format!("{}: step: {e}", self.name)))
     }
 

@@ -74,6 +74,8 @@ pub struct Batch {
     rewards: Vec<f64>,
     terminated: Vec<bool>,
     truncated: Vec<bool>,
+    /// Every buffer shows the current states (after [`Batch::observe`]); the masks always do.
+    shown: bool,
 }
 
 impl Batch {
@@ -107,9 +109,9 @@ impl Batch {
             .iter()
             .map(|s| {
                 if s.key == "action_mask" {
-                    BufferData::I8(vec![0; n * s.len()])
+                    BufferData::I8(mapped_zeros(n * s.len()))
                 } else {
-                    BufferData::F32(vec![0.0; n * s.len()])
+                    BufferData::F32(mapped_zeros(n * s.len()))
                 }
             })
             .collect();
@@ -150,8 +152,9 @@ impl Batch {
             rewards: vec![0.0; n * N_AGENTS],
             terminated: vec![false; n],
             truncated: vec![false; n],
+            shown: false,
         };
-        b.advance(Moves::Render)?;
+        b.advance(Moves::Render, true)?;
         Ok(b)
     }
 
@@ -174,7 +177,32 @@ impl Batch {
 
     /// Steps every sub-env with its joint action (`actions[i]` for sub-env i); a sub-env whose
     /// episode ended at the last step is reset with its next seed instead.
+    ///
+    /// Only the masks, rewards and flags are written; the other buffers show the new states
+    /// once [`Batch::observe`] is called (a caller that never reads them never pays for them).
     pub fn step(&mut self, actions: &[JointAction]) -> Result<(), RangeError> {
+        self.check_actions(actions)?;
+        self.advance(Moves::Given(actions), false)
+    }
+
+    /// [`Batch::step`] and [`Batch::observe`] in one pass over the sub-envs (each sub-env's
+    /// state is read once): for a caller that reads every buffer after every step.
+    pub fn step_observed(&mut self, actions: &[JointAction]) -> Result<(), RangeError> {
+        self.check_actions(actions)?;
+        self.advance(Moves::Given(actions), true)
+    }
+
+    /// Writes every buffer that does not show the current states yet (a no-op when they do).
+    /// Each array is written as the single env would have written it after every step: the
+    /// incremental writes track what each slot holds, not what the last step changed.
+    pub fn observe(&mut self) -> Result<(), RangeError> {
+        if self.shown {
+            return Ok(());
+        }
+        self.advance(Moves::Show, true)
+    }
+
+    fn check_actions(&self, actions: &[JointAction]) -> Result<(), RangeError> {
         if actions.len() != self.len() {
             return Err(RangeError::InvalidParam {
                 field: "batch".into(),
@@ -185,7 +213,7 @@ impl Batch {
                 ),
             });
         }
-        self.advance(Moves::Given(actions))
+        Ok(())
     }
 
     /// Steps every sub-env with actions drawn by its own sampler (`samplers[i]` for sub-env i)
@@ -200,7 +228,7 @@ impl Batch {
                 why: format!("{} samplers for a batch of {}", samplers.len(), self.len()),
             });
         }
-        self.advance(Moves::Sampled(samplers))
+        self.advance(Moves::Sampled(samplers), false)
     }
 
     /// The seed of sub-env `i`'s current episode.
@@ -235,9 +263,20 @@ impl Batch {
         &self.specs
     }
 
-    /// Buffer `b`'s contents, `[N, shape...]` row-major.
+    /// Buffer `b`'s contents, `[N, shape...]` row-major. Panics if `b` is not an
+    /// `action_mask` and a step since the last [`Batch::observe`] left it behind the states:
+    /// a stale observation must not pass for a current one.
     pub fn buffer(&self, b: usize) -> &BufferData {
+        assert!(
+            self.shown || self.specs[b].key == "action_mask",
+            "Batch::buffer({b}): call Batch::observe after a step to bring it up to date"
+        );
         &self.data[b]
+    }
+
+    /// Whether every buffer shows the current states (no step since [`Batch::observe`]).
+    pub fn is_observed(&self) -> bool {
+        self.shown
     }
 
     /// Index of `agent`'s `key` buffer.
@@ -261,8 +300,8 @@ impl Batch {
     }
 
     /// Steps (or, with no actions, renders the freshly reset) sub-envs, each thread a
-    /// contiguous share of them and of every buffer.
-    fn advance(&mut self, moves: Moves<'_>) -> Result<(), RangeError> {
+    /// contiguous share of them and of every buffer; `show`: write every observation too.
+    fn advance(&mut self, moves: Moves<'_>, show: bool) -> Result<(), RangeError> {
         let n = self.len();
         let chunk = n.div_ceil(self.threads);
         let masks: [usize; N_AGENTS] = std::array::from_fn(|a| {
@@ -271,8 +310,9 @@ impl Batch {
                 .position(|s| s.agent == a && s.key == "action_mask")
                 .expect("every agent has a mask")
         });
+        let step = !matches!(moves, Moves::Show);
         let (actions, mut samplers) = match moves {
-            Moves::Render => (None, None),
+            Moves::Render | Moves::Show => (None, None),
             Moves::Given(a) => (Some(a), None),
             Moves::Sampled(s) => (None, Some(s.chunks_mut(chunk))),
         };
@@ -317,23 +357,51 @@ impl Batch {
                     parts,
                 },
             );
-        let run = |mut c: Chunk<'_>| c.run(specs, params, actions, &masks, stride);
+        let run = |mut c: Chunk<'_>| {
+            if step {
+                c.run(specs, params, actions, &masks, stride, show)
+            } else {
+                c.show(specs, params);
+                Ok(())
+            }
+        };
         match &self.pool {
             Some(pool) if chunk < n => {
                 use rayon::prelude::*;
                 let work: Vec<Chunk<'_>> = work.collect();
-                pool.install(|| work.into_par_iter().try_for_each(run))
+                pool.install(|| work.into_par_iter().try_for_each(run))?;
             }
             // One thread, or a batch smaller than two chunks: all on this thread.
-            _ => work.try_for_each(run),
+            _ => work.try_for_each(run)?,
         }
+        self.shown = show;
+        Ok(())
     }
+}
+
+/// `len` zeros, every page of them mapped now. A zeroed `Vec` is mapped lazily, page by page
+/// on first write, and an `adj_matrix` slot is written entry by entry as red discovers hosts:
+/// at 4096 sub-envs (650 MB of `adj_matrix`) the steps of the first thousands of episodes
+/// each took page faults, a quarter of the process's CPU time in system time. Writing one
+/// element per page here moves that to construction.
+fn mapped_zeros<T: Copy + Default>(len: usize) -> Vec<T> {
+    let mut v = vec![T::default(); len];
+    // Opaque to the optimiser, which could otherwise drop stores of zero into memory it
+    // knows the allocator zeroed.
+    let s = std::hint::black_box(&mut v[..]);
+    let per_page = (4096 / std::mem::size_of::<T>()).max(1);
+    for x in s.iter_mut().step_by(per_page) {
+        *x = T::default();
+    }
+    v
 }
 
 /// What a batch step does with the sub-envs.
 enum Moves<'a> {
     /// Nothing: render the freshly reset states (construction).
     Render,
+    /// Nothing: write the observations the last steps left behind.
+    Show,
     Given(&'a [JointAction]),
     Sampled(&'a mut [ActionSampler]),
 }
@@ -359,9 +427,10 @@ impl Chunk<'_> {
         actions: Option<&[JointAction]>,
         masks: &[usize; N_AGENTS],
         stride: u64,
+        show: bool,
     ) -> Result<(), RangeError> {
         let stepping = actions.is_some() || self.samplers.is_some();
-        let mut scratch = Scratch::new();
+        let mut scratch = show.then(Scratch::new);
         for j in 0..self.envs.len() {
             let mut sampled = JointAction::default();
             if let Some(samplers) = self.samplers.as_deref_mut() {
@@ -374,25 +443,21 @@ impl Chunk<'_> {
             }
             let env = &mut self.envs[j];
             let slot = &mut self.slots[j];
-            let full = match actions {
+            match actions {
                 // Construction: the state is reset, nothing rendered yet.
-                None if !stepping => true,
+                None if !stepping => {}
                 _ if slot.reset_pending => {
                     slot.episode += 1;
                     slot.seed = slot.seed.wrapping_add(stride);
                     env.reset(slot.seed, params);
-                    true
                 }
-                Some(acts) => {
-                    env.step(&acts[self.first + j], params);
-                    false
-                }
-                None => {
-                    env.step(&sampled, params);
-                    false
-                }
-            };
-            env.render(params, specs, &mut self.parts, j, full, &mut scratch);
+                Some(acts) => env.step(&acts[self.first + j], params),
+                None => env.step(&sampled, params),
+            }
+            env.write_masks(params, specs, &mut self.parts, j);
+            if let Some(scratch) = scratch.as_deref_mut() {
+                env.show(params, specs, &mut self.parts, j, scratch);
+            }
             let state = &env.state;
             slot.reset_pending = state.done();
             self.rewards[j * N_AGENTS..(j + 1) * N_AGENTS].copy_from_slice(&state.last.rewards);
@@ -400,5 +465,30 @@ impl Chunk<'_> {
             self.truncated[j] = state.truncated;
         }
         Ok(())
+    }
+
+    /// Writes the observations the last steps left behind.
+    fn show(&mut self, specs: &[BufferSpec], params: &Params) {
+        let mut scratch = Scratch::new();
+        for (j, env) in self.envs.iter_mut().enumerate() {
+            env.show(params, specs, &mut self.parts, j, &mut scratch);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mapped_zeros;
+
+    #[test]
+    fn mapped_zeros_are_zeros_of_the_length() {
+        for len in [0usize, 1, 1023, 1024, 1025, 5000, 300_001] {
+            let f: Vec<f32> = mapped_zeros(len);
+            assert_eq!(f.len(), len);
+            assert!(f.iter().all(|x| x.to_bits() == 0));
+            let i: Vec<i8> = mapped_zeros(len);
+            assert_eq!(i.len(), len);
+            assert!(i.iter().all(|&x| x == 0));
+        }
     }
 }

@@ -211,8 +211,18 @@ impl RangeEnv {
         let done_t = state.terminated;
         let done_u = state.truncated;
         let new_line_subnets = obs::subnets_with_changed_lines(state);
-        // clone_from reuses the strings' allocations.
-        self.transition.logs.clone_from(&state.last.new_logs);
+        // Reuses the strings' allocations.
+        let logs = &mut self.transition.logs;
+        logs.truncate(state.last.new_logs.len());
+        for (i, line) in state.last.new_logs.iter().enumerate() {
+            match logs.get_mut(i) {
+                Some(s) => {
+                    s.clear();
+                    s.push_str(line);
+                }
+                None => logs.push(line.to_string()),
+            }
+        }
         for (a, name) in AGENTS.iter().enumerate() {
             let step = self
                 .transition
@@ -411,7 +421,7 @@ pub fn render_transition(state: &State, params: &Params) -> Transition {
     }
     Transition {
         agents,
-        logs: state.last.new_logs.clone(),
+        logs: state.last.new_logs.iter().map(|l| l.to_string()).collect(),
     }
 }
 

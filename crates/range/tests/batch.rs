@@ -121,6 +121,7 @@ fn sub_envs_equal_single_envs_for_every_size_and_thread_count() {
                         }
                     }
                     batch.step(&joint).unwrap();
+                    batch.observe().unwrap();
                     for i in 0..n {
                         if singles[i].transition().is_done() {
                             // The documented rule: episode k of sub-env i has seed
@@ -180,7 +181,8 @@ fn sampled_steps_equal_sampling_then_stepping_for_every_thread_count() {
                         j
                     })
                     .collect();
-                outside.step(&joint).unwrap();
+                outside.step_observed(&joint).unwrap();
+                inside.observe().unwrap();
                 let what = format!("{} threads={threads} step {step}", p.scenario.name());
                 for b in 0..inside.buffers().len() {
                     for i in 0..n {
@@ -204,4 +206,79 @@ fn sampled_steps_equal_sampling_then_stepping_for_every_thread_count() {
     let p = Params::new(lockstep_range::Scenario::Ransomware);
     let mut b = Batch::new(p, 2, 0, 1).unwrap();
     assert!(b.step_sampled(&mut [ActionSampler::new(0)]).is_err());
+}
+
+/// Observations written only when read: a batch observed every k-th step holds, whenever it
+/// is observed, the bytes of a batch observed after every step, for every thread count; its
+/// masks, rewards and flags are current at every step without observing. Covers several steps
+/// and auto-resets left unshown (the embedding windows rebuilt, the `adj_matrix` and `obs`
+/// rows written against what their slots hold).
+#[test]
+fn observing_late_equals_observing_every_step() {
+    let mut resets_unshown = 0;
+    for p in cases() {
+        for threads in thread_counts() {
+            for every in [2usize, 3, 7] {
+                let n = 4;
+                let seed0 = 11;
+                let mut eager = Batch::new(p.clone(), n, seed0, 1).unwrap();
+                let mut lazy = Batch::new(p.clone(), n, seed0, threads).unwrap();
+                let mut samplers: Vec<ActionSampler> =
+                    (0..n).map(|i| ActionSampler::new(300 + i as u64)).collect();
+                let what = format!("{} threads={threads} every {every}", p.scenario.name());
+                let mut reset_since_shown = false;
+                for step in 1..=70 {
+                    let joint: Vec<JointAction> = (0..n)
+                        .map(|i| {
+                            let mut j = JointAction::default();
+                            for a in 0..N_AGENTS {
+                                j.0[a] = samplers[i].sample(a, &mask_of(&eager, i, a));
+                            }
+                            j
+                        })
+                        .collect();
+                    let resets = (0..n).any(|i| eager.terminated()[i] || eager.truncated()[i]);
+                    eager.step_observed(&joint).unwrap();
+                    lazy.step(&joint).unwrap();
+                    reset_since_shown |= resets;
+                    for i in 0..n {
+                        for a in 0..N_AGENTS {
+                            assert_eq!(mask_of(&lazy, i, a), mask_of(&eager, i, a), "{what}");
+                        }
+                    }
+                    assert_eq!(lazy.rewards(), eager.rewards(), "{what}");
+                    assert_eq!(lazy.terminated(), eager.terminated(), "{what}");
+                    assert_eq!(lazy.truncated(), eager.truncated(), "{what}");
+                    if step % every != 0 {
+                        assert!(!lazy.is_observed());
+                        continue;
+                    }
+                    resets_unshown += usize::from(reset_since_shown);
+                    reset_since_shown = false;
+                    lazy.observe().unwrap();
+                    for b in 0..lazy.buffers().len() {
+                        for i in 0..n {
+                            assert_eq!(
+                                slice_bytes(&lazy, b, i),
+                                slice_bytes(&eager, b, i),
+                                "{what} step {step} buffer {b} sub-env {i}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(resets_unshown > 0, "no auto-reset was left unshown");
+}
+
+/// A stepped batch does not hand out an observation it has not written.
+#[test]
+#[should_panic(expected = "call Batch::observe")]
+fn stale_buffers_are_not_handed_out() {
+    let p = Params::new(lockstep_range::Scenario::Ransomware);
+    let mut b = Batch::new(p, 2, 0, 1).unwrap();
+    let obs = b.find(0, "obs").unwrap();
+    b.step(&[JointAction::default(); 2]).unwrap();
+    let _ = b.buffer(obs);
 }

@@ -97,6 +97,11 @@ struct BenchArgs {
     /// With --batch: threads stepping the batch.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// With --batch: bring every observation buffer up to date after each step
+    /// (`Batch::observe`, what a learner reading all of them pays); without it only the masks
+    /// the actions are drawn from are written.
+    #[arg(long, requires = "batch")]
+    observe: bool,
     /// Also step a second env traced, in alternating blocks, and print both env-steps/s and
     /// their ratio (traced / untraced, last line).
     #[arg(long, conflicts_with = "batch")]
@@ -319,13 +324,17 @@ fn bench_batch(a: &BenchArgs, params: Params, n: usize) -> anyhow::Result<ExitCo
     while start.elapsed() < budget {
         // Each sub-env's actions are drawn from its masks on the thread that steps it.
         batch.step_sampled(&mut samplers)?;
+        if a.observe {
+            batch.observe()?;
+        }
         steps += n as u64;
     }
     let secs = start.elapsed().as_secs_f64();
     outln!(
-        "scenario {} batch {n} threads {} steps {steps} seconds {secs:.2}",
+        "scenario {} batch {n} threads {} steps {steps} seconds {secs:.2}{}",
         a.scenario,
-        a.threads
+        a.threads,
+        if a.observe { " observed" } else { "" }
     );
     if let (Some(c0), Some(c1)) = (cpu0, process_cpu_s()) {
         let cpu = c1 - c0;

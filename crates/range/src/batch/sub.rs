@@ -59,11 +59,34 @@ pub(super) struct SubEnv {
     /// (at 4096 sub-envs, reading every host's services each step costs a cache miss per host).
     services: sim::ServiceSets,
     /// The blue agents' `siem_embedding` windows, and the lines pushed into the SIEM buffer
-    /// this episode as of the last rendering (how a window names its lines).
+    /// this episode as of the last step or reset (how a window names its lines).
     embed: [EmbedWindow; 3],
     pushed: u64,
     /// Per agent: the `obs` slot is zero from this entry on (0 for a zeroed slot).
     obs_written: [usize; N_AGENTS],
+    /// What the observations the slots do not show yet need, taken from the host sets when
+    /// the masks were written (so rendering them later reads no host record): the adjacency
+    /// inputs of the current state and each agent's visible slots.
+    adj_now: [sim::AdjacencyInputs; 2],
+    visible: [u128; N_AGENTS],
+    /// Steps since the slots last showed this sub-env (its observations other than the masks),
+    /// a reset among them (`full`: every array is rewritten), and the subnets whose SIEM lines
+    /// came or went in those steps.
+    unshown: Unshown,
+}
+
+/// What happened to a sub-env since its observations were last written.
+#[derive(Debug, Clone, Copy, Default)]
+struct Unshown {
+    steps: u32,
+    full: bool,
+    line_subnets: u8,
+}
+
+impl Unshown {
+    fn any(&self) -> bool {
+        self.full || self.steps > 0
+    }
 }
 
 impl SubEnv {
@@ -72,18 +95,29 @@ impl SubEnv {
         let state = sim::reset(seed, params);
         SubEnv {
             services: sim::service_sets(&state),
+            pushed: state.siem.buffer.len() as u64,
             state,
             sets: [[0; N_TYPES]; N_AGENTS],
             adj: [sim::AdjacencyInputs::default(); 2],
             embed: [EmbedWindow::new(), EmbedWindow::new(), EmbedWindow::new()],
-            pushed: 0,
             obs_written: [0; N_AGENTS],
+            adj_now: [sim::AdjacencyInputs::default(); 2],
+            visible: [0; N_AGENTS],
+            unshown: Unshown {
+                full: true,
+                ..Unshown::default()
+            },
         }
     }
 
     pub(super) fn reset(&mut self, seed: u64, params: &Params) {
         self.state = sim::reset(seed, params);
         self.services = sim::service_sets(&self.state);
+        self.pushed = self.state.siem.buffer.len() as u64;
+        self.unshown = Unshown {
+            full: true,
+            ..Unshown::default()
+        };
     }
 
     /// The caller never steps a finished episode (the batch resets it instead).
@@ -91,35 +125,67 @@ impl SubEnv {
         if sim::step_with_sets(&mut self.state, joint, params, &self.sets, &self.services) {
             self.services = sim::service_sets(&self.state);
         }
+        self.pushed += self.state.last.new_logs.len() as u64;
+        self.unshown.steps += 1;
+        self.unshown.line_subnets |= obs::subnets_with_changed_lines(&self.state);
     }
 
-    /// Writes every observation of the current state into slot `j` of `out` (one share per
-    /// spec). `full` after a reset: arrays skipped when unchanged are written too.
-    pub(super) fn render(
+    /// Writes the masks of the current state into slot `j` of `out` (the next step validates
+    /// and samples against them, so they are always shown) and keeps what the other
+    /// observations need from the host sets.
+    pub(super) fn write_masks(
         &mut self,
         params: &Params,
         specs: &[BufferSpec],
         out: &mut [Dst<'_>],
         j: usize,
-        full: bool,
-        scratch: &mut Scratch,
     ) {
         let state = &self.state;
-        self.pushed = if full {
-            state.siem.buffer.len() as u64
-        } else {
-            self.pushed + state.last.new_logs.len() as u64
-        };
         let hs = sim::host_sets_with(state, &self.services);
         self.sets = sim::all_target_sets_with(state, params, &hs);
-        let new_line_subnets = obs::subnets_with_changed_lines(state);
-        let mh = params.max_hosts;
-        // Adjacency depends on the agent only through red's discovery: one computation for
-        // the three blue agents, and none when its inputs did not move.
-        let adj_now = [
+        self.visible = std::array::from_fn(|a| hs.visible(a));
+        // Adjacency depends on the agent only through red's discovery: one set of inputs for
+        // the three blue agents.
+        self.adj_now = [
             sim::adjacency_inputs(&hs, 0),
             sim::adjacency_inputs(&hs, RED),
         ];
+        for (spec, dst) in specs.iter().zip(out.iter_mut()) {
+            if let ("action_mask", Dst::I8(v)) = (spec.key, dst) {
+                let len = spec.len();
+                let a = spec.agent;
+                sim::write_mask_with(
+                    state,
+                    params,
+                    a,
+                    &self.sets[a],
+                    &mut v[j * len..(j + 1) * len],
+                );
+            }
+        }
+    }
+
+    /// Writes every observation other than the masks of the current state into slot `j` of
+    /// `out` (one share per spec), if the slots do not show it yet. After a reset, arrays
+    /// skipped when unchanged are written too; after more than one step, the embedding windows
+    /// are rebuilt (their incremental update follows one step's lines).
+    pub(super) fn show(
+        &mut self,
+        params: &Params,
+        specs: &[BufferSpec],
+        out: &mut [Dst<'_>],
+        j: usize,
+        scratch: &mut Scratch,
+    ) {
+        let unshown = self.unshown;
+        if !unshown.any() {
+            return;
+        }
+        let full = unshown.full;
+        let rebuild = full || unshown.steps > 1;
+        let state = &self.state;
+        let mh = params.max_hosts;
+        let adj_now = self.adj_now;
         let adj_moved = [self.adj[0] != adj_now[0], self.adj[1] != adj_now[1]];
         // When they moved: the rows now, and the rows the slots hold (from the kept inputs), in
         // the thread's scratch (not zeroed per sub-env: each is written before it is read).
@@ -139,15 +205,13 @@ impl SubEnv {
                 Dst::I8(v) => Dst::I8(&mut v[at]),
             };
             match (spec.key, dst) {
-                ("action_mask", Dst::I8(d)) => {
-                    sim::write_mask_with(state, params, a, &self.sets[a], d)
-                }
+                ("action_mask", Dst::I8(_)) => {}
                 ("obs", Dst::F32(d)) => {
                     self.obs_written[a] = obs::write_obs_over(
                         state,
                         params,
                         a,
-                        hs.visible(a),
+                        self.visible[a],
                         d,
                         self.obs_written[a],
                     );
@@ -157,8 +221,8 @@ impl SubEnv {
                         if full {
                             obs::write_embedding(state, params, a, d);
                         }
-                    } else if full || new_line_subnets & BLUE_SUBNETS[a] != 0 {
-                        self.embed[a].update(state, params, a, self.pushed, full);
+                    } else if full || unshown.line_subnets & BLUE_SUBNETS[a] != 0 {
+                        self.embed[a].update(state, params, a, self.pushed, rebuild);
                         self.embed[a].write(d);
                     }
                 }
@@ -179,5 +243,6 @@ impl SubEnv {
         }
         // Every agent has an `adj_matrix`: the slots now hold the rows of these inputs.
         self.adj = adj_now;
+        self.unshown = Unshown::default();
     }
 }

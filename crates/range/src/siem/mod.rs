@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -28,10 +29,48 @@ pub struct LogLine {
     /// 0 benign (green, background, incidents); otherwise 1 + the red action type that caused
     /// it (red type 0 is an action).
     pub source: u8,
-    pub text: String,
+    /// Shared with the step's `new_logs` (a count, not a copy); serialised as a string.
+    #[serde(with = "shared_str")]
+    pub text: Arc<str>,
     /// The hashed tokens: bucket in the low 7 bits, sign in the top bit. Derived from `text`
     /// with the fixed encoder; kept so that an embedding costs no hashing.
     pub features: Vec<u8>,
+}
+
+/// Serde for `Arc<str>` as a plain string (what a `String` field wrote), without serde's
+/// `rc` feature (which would change serde for the whole workspace).
+pub(crate) mod shared_str {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(s: &Arc<str>, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_str(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Arc<str>, D::Error> {
+        String::deserialize(de).map(Arc::from)
+    }
+
+    /// The same for a list of them.
+    pub mod list {
+        use std::sync::Arc;
+
+        use serde::ser::SerializeSeq;
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(v: &[Arc<str>], ser: S) -> Result<S::Ok, S::Error> {
+            let mut seq = ser.serialize_seq(Some(v.len()))?;
+            for s in v {
+                seq.serialize_element(&**s)?;
+            }
+            seq.end()
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<Arc<str>>, D::Error> {
+            Vec::<String>::deserialize(de).map(|v| v.into_iter().map(Arc::from).collect())
+        }
+    }
 }
 
 /// Logger state.
@@ -105,7 +144,7 @@ impl Template {
 mod flavor;
 mod text;
 pub use flavor::{benign_image, Flavor, BENIGN, FALSE_POSITIVE, RED_FLAVOR};
-pub use text::{render, render_line};
+pub use text::{render, render_line, render_line_into};
 
 const USERS: [&str; 6] = [
     "alice",

@@ -82,6 +82,16 @@ macro_rules! name {
 /// compares with the features of the text over every template and flavour; a timestamp
 /// outside years 0..=9999 (never reached by an episode) takes the scan.
 pub fn render_line(ctx: &LineCtx<'_>, rng: &mut Rng) -> (String, Vec<u8>) {
+    let mut text = String::with_capacity(360);
+    let features = render_line_into(ctx, rng, &mut text);
+    (text, features)
+}
+
+/// [`render_line`] into `text` (cleared first), whose allocation a caller rendering many lines
+/// keeps: the core copies each line once, into its shared `Arc<str>`, instead of allocating,
+/// growing and freeing a `String` per line.
+pub fn render_line_into(ctx: &LineCtx<'_>, rng: &mut Rng, text: &mut String) -> Vec<u8> {
+    text.clear();
     let weights: [f64; 5] = {
         let mut w = [0.0; 5];
         for (i, (_, x)) in ctx.flavor.templates.iter().take(5).enumerate() {
@@ -107,7 +117,7 @@ pub fn render_line(ctx: &LineCtx<'_>, rng: &mut Rng) -> (String, Vec<u8>) {
     };
 
     let mut l = Line {
-        text: String::with_capacity(360),
+        text: std::mem::take(text),
         features: Vec::with_capacity(40),
     };
     if template.sysmon() {
@@ -233,7 +243,8 @@ pub fn render_line(ctx: &LineCtx<'_>, rng: &mut Rng) -> (String, Vec<u8>) {
     if !fast_time {
         l.features = super::features(&l.text);
     }
-    (l.text, l.features)
+    *text = l.text;
+    l.features
 }
 
 /// Appends `v` in decimal, as `{}` would.

@@ -1,11 +1,20 @@
 //! SIEM wiring: writing log lines, releasing them after the log latency into the rolling
 //! buffer, and running the correlator on what becomes visible.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use crate::params::Params;
 use crate::siem::{self, LineCtx, LogLine};
 
 use super::blue::detect;
 use super::state::{State, BLUE_SUBNETS};
+
+thread_local! {
+    /// The text of the line being rendered, reused for every line this thread renders (its
+    /// bytes are copied into the line's `Arc<str>`); nothing of it outlives a line.
+    static TEXT: RefCell<String> = RefCell::new(String::with_capacity(512));
+}
 
 /// Writes a SIEM line (visible after the log latency).
 #[allow(clippy::too_many_arguments)]
@@ -29,7 +38,11 @@ pub(super) fn emit(
         success,
     };
     state.siem.next_record += 1;
-    let (text, features) = siem::render_line(&ctx, &mut state.rng.siem);
+    let rng = &mut state.rng.siem;
+    let (text, features) = TEXT.with_borrow_mut(|buf| {
+        let features = siem::render_line_into(&ctx, rng, buf);
+        (Arc::<str>::from(buf.as_str()), features)
+    });
     state.siem.pending.push_back(LogLine {
         visible_at: state.tick + params.log_latency,
         host: host as u16,
@@ -64,12 +77,13 @@ pub(super) fn release_logs(state: &mut State, params: &Params) {
         if let Some(keyword) = incident {
             let h = &mut state.hosts[host];
             h.corr_stage += 1;
-            let text = siem::incident_text(
+            let text: Arc<str> = siem::incident_text(
                 state.siem.start_unix + (state.tick * params.tick_seconds) as i64,
                 h.corr_stage,
                 h.addr,
                 keyword,
-            );
+            )
+            .into();
             let features = siem::features(&text);
             let subnet = h.subnet;
             detect(state, host);

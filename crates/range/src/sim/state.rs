@@ -1,6 +1,8 @@
 //! The state of an episode: plain data, serde, everything `step` reads or writes (random
 //! stream positions included), so the reset contract can fingerprint it whole.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::physics::Physics;
@@ -126,8 +128,10 @@ pub struct StepOut {
     /// Target slot of each agent's action, -1 for Sleep.
     pub target: [i64; N_AGENTS],
     pub delta_ticks: u64,
-    /// SIEM lines that became visible during the step (including `[INCIDENT]` lines).
-    pub new_logs: Vec<String>,
+    /// SIEM lines that became visible during the step (including `[INCIDENT]` lines), the
+    /// buffer's own text (no copy per line); serialised as strings.
+    #[serde(with = "crate::siem::shared_str::list")]
+    pub new_logs: Vec<Arc<str>>,
     /// Subnets (bit per subnet) whose lines were pushed out of the rolling buffer this step.
     pub evicted_subnets: u8,
 }
