@@ -1,7 +1,7 @@
 //! Scalars: the common tokens copied from the input as they are, the rest through the
 //! parser's own code and the writer's number functions.
 
-use crate::escape::{jcs_string, python_string};
+use crate::escape::{jcs_string, python_string, python_string_of_token};
 use crate::parser::{NumberShape, StringToken};
 use crate::scan::{digits_end, printable_run_end};
 use crate::sink::Out;
@@ -51,19 +51,24 @@ impl Canon<'_> {
     }
 
     /// Profile python: a string token at `pos` that is already its canonical text
-    /// ([`python_verbatim_end`]), copied. Otherwise `false`, and `pos` has not moved (the
-    /// parser reads the string again, errors included).
+    /// ([`python_verbatim_end`]), copied; else one of raw UTF-8 and any escapes, escaped as
+    /// it is read ([`python_string_of_token`]). Otherwise `false`, and `pos` has not moved
+    /// (the parser reads the string again, errors included).
     #[inline(never)]
     fn python_verbatim_string(&mut self) -> bool {
         let start = self.p.pos;
-        match python_verbatim_end(self.p.bytes, start) {
+        let end = match python_verbatim_end(self.p.bytes, start) {
             Some(end) => {
-                self.p.pos = end;
                 self.buf.put(&self.p.bytes[start..end]);
-                true
+                end
             }
-            None => false,
-        }
+            None => match python_string_of_token(self.p.bytes, start, &mut self.buf) {
+                Some(end) => end,
+                None => return false,
+            },
+        };
+        self.p.pos = end;
+        true
     }
 
     /// A number at `pos` whose text is its canonical text ([`verbatim_number`]), copied;
@@ -181,41 +186,66 @@ impl Canon<'_> {
 /// Profile python: where the string token at `start` (its opening quote) ends, if the token
 /// is already its canonical text: ASCII only, with escapes only of the forms `json.dumps`
 /// writes itself (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, and a lowercase `\u` of a
-/// control without a short form or of 0x7F and up, not a surrogate). That is how Python's
+/// control without a short form or of 0x7F and up, not a surrogate unless a lowercase pair of
+/// one high and one low, which is how Python writes an astral char). That is how Python's
 /// `json.dump` writes every non-ASCII char of a state file. `None` for anything else, errors
 /// included (the caller reads such a string the general way).
 pub(crate) fn python_verbatim_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut at = start + 1;
+    let mut i = start + 1;
     loop {
-        let i = printable_run_end(bytes, at)?;
-        match bytes.get(i) {
-            Some(b'"') => return Some(i + 1),
-            Some(b'\\') => match bytes.get(i + 1) {
-                Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => at = i + 2,
-                Some(b'u') => match bytes.get(i + 2..i + 6).and_then(lowercase_hex4) {
-                    Some(0x08 | 0x09 | 0x0a | 0x0c | 0x0d) => return None,
-                    Some(0x00..=0x1f) => at = i + 6,
-                    Some(0xd800..=0xdfff) => return None,
-                    Some(0x7f..) => at = i + 6,
+        // Escapes often come one after another (every char of a non-Latin word): a byte
+        // test first, the word scan of a run only where one starts.
+        match *bytes.get(i)? {
+            b'"' => return Some(i + 1),
+            b'\\' => {}
+            0x20..=0x7e => {
+                i = printable_run_end(bytes, i)?;
+                continue;
+            }
+            _ => return None,
+        }
+        i += match *bytes.get(i + 1)? {
+            b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f' => 2,
+            b'u' => match lowercase_hex4(bytes.get(i + 2..i + 6)?)? {
+                0x08 | 0x09 | 0x0a | 0x0c | 0x0d => return None,
+                0x00..=0x1f => 6,
+                // An astral char: Python writes the pair, lowercase, as it reads it.
+                0xd800..=0xdbff => match bytes.get(i + 6..i + 12)? {
+                    [b'\\', b'u', low @ ..]
+                        if matches!(lowercase_hex4(low), Some(0xdc00..=0xdfff)) =>
+                    {
+                        12
+                    }
                     _ => return None,
                 },
+                0xdc00..=0xdfff => return None,
+                0x7f.. => 6,
                 _ => return None,
             },
             _ => return None,
-        }
+        };
     }
 }
 
+/// The value of each lowercase hex digit; 0xFF for any other byte.
+static LOWERCASE_HEX: [u8; 256] = {
+    let mut t = [0xff; 256];
+    let mut d = 0;
+    while d < 16 {
+        t[b"0123456789abcdef"[d] as usize] = d as u8;
+        d += 1;
+    }
+    t
+};
+
 /// The value of four lowercase hex digits.
+#[inline(always)]
 fn lowercase_hex4(digits: &[u8]) -> Option<u32> {
-    digits.iter().try_fold(0u32, |v, &d| {
-        let d = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            _ => return None,
-        };
-        Some(v * 16 + u32::from(d))
-    })
+    let [a, b, c, d] = <[u8; 4]>::try_from(digits).ok()?.map(|x| LOWERCASE_HEX[x as usize]);
+    if (a | b | c | d) & 0xf0 != 0 {
+        return None;
+    }
+    Some(u32::from(a) << 12 | u32::from(b) << 8 | u32::from(c) << 4 | u32::from(d))
 }
 
 /// `"text"`, for a string with nothing to escape.
@@ -257,11 +287,17 @@ pub(super) fn copy_token(buf: &mut Vec<u8>, input: &[u8], at: usize, end: usize)
 /// - in python only, a whole decimal `D.0` of at most 15 digits (`-0.0` included), which
 ///   Python's `repr` writes as itself.
 ///
+/// - in python only, the exponent form Python's `repr` writes (`1e-05`, `2.5e+16`,
+///   `1.2345e-300`: one digit 1-9, a fraction not ending in `0`, `e`, a sign, at least two
+///   digits) of at most 15 significant digits with an exponent from -307 to -5 or 16 to 307:
+///   where `repr` takes the exponent form, and within the normal doubles, whose 53 bits hold
+///   any 15 digits (below, the subnormals hold fewer).
+///
 /// Everything else goes the long way. Tested against it (`tests/stream_differential.rs`).
 #[inline]
 pub(crate) fn verbatim_number(bytes: &[u8], n: &NumberShape, jcs: bool) -> bool {
     if n.exponent {
-        return false;
+        return !jcs && python_exponent_form(bytes, n);
     }
     let int = &bytes[n.int_start..n.int_end];
     let negative = n.start != n.int_start;
@@ -280,4 +316,32 @@ pub(crate) fn verbatim_number(bytes: &[u8], n: &NumberShape, jcs: bool) -> bool 
         return false;
     }
     int != b"0" || fraction.iter().take_while(|&&d| d == b'0').count() <= 3
+}
+
+/// [`verbatim_number`]'s rule for a number with an exponent, in profile python.
+#[inline(never)]
+fn python_exponent_form(bytes: &[u8], n: &NumberShape) -> bool {
+    let int = &bytes[n.int_start..n.int_end];
+    if int.len() != 1 || int[0] == b'0' {
+        return false;
+    }
+    if n.fraction_end > n.int_end {
+        let fraction = &bytes[n.int_end + 1..n.fraction_end];
+        if fraction.len() > 14 || fraction.last() == Some(&b'0') {
+            return false;
+        }
+    }
+    let (negative, digits) = match &bytes[n.fraction_end..n.end] {
+        [b'e', b'-', digits @ ..] => (true, digits),
+        [b'e', b'+', digits @ ..] => (false, digits),
+        _ => return false,
+    };
+    let exponent = match digits {
+        [a, b] => u32::from(a - b'0') * 10 + u32::from(b - b'0'),
+        [b'1'..=b'9', b, c] => {
+            u32::from(digits[0] - b'0') * 100 + u32::from(b - b'0') * 10 + u32::from(c - b'0')
+        }
+        _ => return false,
+    };
+    exponent <= 307 && if negative { exponent >= 5 } else { exponent >= 16 }
 }
