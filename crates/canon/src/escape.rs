@@ -148,15 +148,22 @@ fn short_escape(b: u8) -> Option<&'static [u8]> {
     })
 }
 
+/// The two lowercase hex digits of each byte value.
+static HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = [HEX[b >> 4], HEX[b & 0xf]];
+        b += 1;
+    }
+    t
+};
+
+#[inline]
 fn u_escape(unit: u16) -> [u8; 6] {
-    [
-        b'\\',
-        b'u',
-        HEX[(unit >> 12) as usize & 0xf],
-        HEX[(unit >> 8) as usize & 0xf],
-        HEX[(unit >> 4) as usize & 0xf],
-        HEX[unit as usize & 0xf],
-    ]
+    let [hi, lo] = unit.to_be_bytes();
+    let ([a, b], [c, d]) = (HEX_PAIRS[hi as usize], HEX_PAIRS[lo as usize]);
+    [b'\\', b'u', a, b, c, d]
 }
 
 /// `"..."` as Python's `json.dumps(ensure_ascii=True)` writes it: everything outside printable
@@ -245,13 +252,20 @@ fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usi
     out.push(b'"');
     let mut i = open + 1;
     loop {
-        let start = i;
-        i = skip_plain_words(bytes, i, python_word_needs_escape);
-        while i < bytes.len() && PYTHON_PLAIN[bytes[i] as usize] {
-            i += 1;
-        }
-        out.extend_from_slice(&bytes[start..i]);
         let b = *bytes.get(i)?;
+        if PYTHON_PLAIN[b as usize] {
+            // A run is scanned only where one starts (in non-Latin text most chars come
+            // one after another, each to escape).
+            let start = i;
+            i = skip_plain_words(bytes, i + 1, python_word_needs_escape);
+            while i < bytes.len() && PYTHON_PLAIN[bytes[i] as usize] {
+                i += 1;
+            }
+            out.extend_from_slice(&bytes[start..i]);
+            continue;
+        }
+        // Room for the longest thing one step writes (a surrogate pair's two escapes).
+        out.reserve(12);
         match b {
             b'"' => {
                 out.push(b'"');

@@ -197,7 +197,17 @@ pub(crate) fn python_verbatim_end(bytes: &[u8], start: usize) -> Option<usize> {
         // test first, the word scan of a run only where one starts.
         match *bytes.get(i)? {
             b'"' => return Some(i + 1),
-            b'\\' => {}
+            b'\\' => {
+                // The common escape, `\u` of one char that is not a surrogate, decided from
+                // one word with no branch on its digits (they are random in non-Latin text).
+                if let Some(word) = bytes.get(i..i + 8) {
+                    let w = u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?);
+                    if (w >> 8) as u8 == b'u' && python_u_escape_of_one_char((w >> 16) as u32) {
+                        i += 6;
+                        continue;
+                    }
+                }
+            }
             0x20..=0x7e => {
                 i = printable_run_end(bytes, i)?;
                 continue;
@@ -225,6 +235,30 @@ pub(crate) fn python_verbatim_end(bytes: &[u8], start: usize) -> Option<usize> {
             _ => return None,
         };
     }
+}
+
+/// Whether the four bytes of `digits` (little-endian: the first digit in the low byte) are
+/// lowercase hex digits of a unit `json.dumps` writes as `\u` of one char: a control without
+/// a short escape, or 0x7F and up but not a surrogate. Lane arithmetic on one word; every
+/// lane is below 0x80 when the first test passes, so no carry crosses a lane.
+#[inline(always)]
+fn python_u_escape_of_one_char(digits: u32) -> bool {
+    const ONES: u32 = 0x0101_0101;
+    const HIGHS: u32 = 0x8080_8080;
+    let x = digits;
+    let at_least = |b: u32| x.wrapping_add(ONES * (0x80 - b)) & HIGHS;
+    let digit = at_least(0x30) & !at_least(0x3a);
+    let letter = at_least(0x61) & !at_least(0x67);
+    if x & HIGHS != 0 || (digit | letter) != HIGHS {
+        return false;
+    }
+    // Each lane's value: its low nibble, plus 9 for a letter.
+    let v = (x & 0x0f0f_0f0f) + (letter >> 7) * 9;
+    let pairs = (v & 0x00ff_00ff) << 4 | (v >> 8) & 0x00ff_00ff;
+    let unit = (pairs & 0xff) << 8 | (pairs >> 16) & 0xff;
+    let control = unit < 0x20 && (0x3700 >> unit) & 1 == 0;
+    let wide = unit >= 0x7f && unit & 0xf800 != 0xd800;
+    control | wide
 }
 
 /// The value of each lowercase hex digit; 0xFF for any other byte.
@@ -344,4 +378,46 @@ fn python_exponent_form(bytes: &[u8], n: &NumberShape) -> bool {
         _ => return false,
     };
     exponent <= 307 && if negative { exponent >= 5 } else { exponent >= 16 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule of `python_verbatim_end` for one `\u` escape, digit by digit.
+    fn reference(digits: [u8; 4]) -> bool {
+        matches!(
+            lowercase_hex4(&digits),
+            Some(0x00..=0x07 | 0x0b | 0x0e..=0x1f | 0x7f..=0xd7ff | 0xe000..=0xffff)
+        )
+    }
+
+    /// The word test against the digit-by-digit rule: every unit in lowercase and in
+    /// uppercase, and every byte value in every position among digits.
+    #[test]
+    fn u_escape_word_test_matches_the_rule() {
+        for unit in 0..=0xffffu32 {
+            for text in [format!("{unit:04x}"), format!("{unit:04X}")] {
+                let digits: [u8; 4] = text.as_bytes().try_into().unwrap();
+                assert_eq!(
+                    python_u_escape_of_one_char(u32::from_le_bytes(digits)),
+                    reference(digits),
+                    "{text}"
+                );
+            }
+        }
+        for lane in 0..4 {
+            for b in 0..=255u8 {
+                for filler in [b'0', b'7', b'f', b'a'] {
+                    let mut digits = [filler; 4];
+                    digits[lane] = b;
+                    assert_eq!(
+                        python_u_escape_of_one_char(u32::from_le_bytes(digits)),
+                        reference(digits),
+                        "{digits:?}"
+                    );
+                }
+            }
+        }
+    }
 }
