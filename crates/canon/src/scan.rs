@@ -89,7 +89,10 @@ pub(crate) fn ascii_escaped_string(
                         0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00),
                     )?);
                     // Python writes the pair as it is, lowercase.
-                    verbatim &= !digits.iter().chain(&bytes[i + 8..i + 12]).any(u8::is_ascii_uppercase);
+                    verbatim &= !digits
+                        .iter()
+                        .chain(&bytes[i + 8..i + 12])
+                        .any(u8::is_ascii_uppercase);
                     p.pos = i + 12;
                     continue;
                 }

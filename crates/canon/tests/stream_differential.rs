@@ -611,7 +611,11 @@ fn exponent_forms_copied_or_converted_alike() {
         let digits = 1 + rng.below(17) as usize;
         let mantissa: String = (0..digits)
             .map(|i| {
-                let d = if i == 0 { 1 + rng.below(9) } else { rng.below(10) };
+                let d = if i == 0 {
+                    1 + rng.below(9)
+                } else {
+                    rng.below(10)
+                };
                 (b'0' + d as u8) as char
             })
             .collect();
@@ -622,18 +626,53 @@ fn exponent_forms_copied_or_converted_alike() {
         };
         let (head, tail) = mantissa.split_at(1);
         let tail = tail.trim_end_matches(if rng.below(4) == 0 { 'x' } else { '0' });
-        let point = if tail.is_empty() { String::new() } else { format!(".{tail}") };
+        let point = if tail.is_empty() {
+            String::new()
+        } else {
+            format!(".{tail}")
+        };
         let sign = if exp < 0 { '-' } else { '+' };
         let minus = if rng.below(3) == 0 { "-" } else { "" };
-        items.push(format!("{minus}{head}{point}e{sign}{:02}", exp.unsigned_abs()));
+        items.push(format!(
+            "{minus}{head}{point}e{sign}{:02}",
+            exp.unsigned_abs()
+        ));
     }
     for t in [
-        "1e-05", "1e-04", "1e-5", "1e-005", "1E-05", "1e05", "1e+16", "1e+15", "1e16", "1e+016",
-        "0e+16", "0.0e+16", "1.0e+16", "1.50e+16", "1.5e+16", "-1.5e+16", "9.99999999999999e+307",
-        "9.999999999999999e+307", "1e+307", "1e+308", "1.7976931348623157e+308", "1e+309",
-        "1e-307", "1e-308", "2.2250738585072014e-308", "2.225073858507201e-308", "5e-324",
-        "1e-400", "4.9406564584124654e-324", "1.23456789012345e-300", "1.234567890123456e-300",
-        "1.2345678901234567e-300", "1e+1000", "1e+9999",
+        "1e-05",
+        "1e-04",
+        "1e-5",
+        "1e-005",
+        "1E-05",
+        "1e05",
+        "1e+16",
+        "1e+15",
+        "1e16",
+        "1e+016",
+        "0e+16",
+        "0.0e+16",
+        "1.0e+16",
+        "1.50e+16",
+        "1.5e+16",
+        "-1.5e+16",
+        "9.99999999999999e+307",
+        "9.999999999999999e+307",
+        "1e+307",
+        "1e+308",
+        "1.7976931348623157e+308",
+        "1e+309",
+        "1e-307",
+        "1e-308",
+        "2.2250738585072014e-308",
+        "2.225073858507201e-308",
+        "5e-324",
+        "1e-400",
+        "4.9406564584124654e-324",
+        "1.23456789012345e-300",
+        "1.234567890123456e-300",
+        "1.2345678901234567e-300",
+        "1e+1000",
+        "1e+9999",
     ] {
         items.push(t.to_string());
     }

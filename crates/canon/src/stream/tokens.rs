@@ -29,7 +29,7 @@ impl Canon<'_> {
             Some(b't') => self.word(b"true"),
             Some(b'f') => self.word(b"false"),
             Some(b'n') => self.word(b"null"),
-            Some(b'-' | b'0'..=b'9') => self.verbatim_number(),
+            Some(b'-' | b'0'..=b'9') => self.number()?,
             _ => false,
         };
         if written {
@@ -71,11 +71,11 @@ impl Canon<'_> {
         true
     }
 
-    /// A number at `pos` whose text is its canonical text ([`verbatim_number`]), copied;
-    /// otherwise `false`, and `pos` has not moved (the parser reads it again, errors
-    /// included).
+    /// A number at `pos`, lexed once: copied when its text is its canonical text
+    /// ([`verbatim_number`]), else converted and written. `Ok(false)`, with `pos` not moved,
+    /// for a token that is not a number's (the parser reads it again and words the error).
     #[inline]
-    fn verbatim_number(&mut self) -> bool {
+    fn number(&mut self) -> Result<bool, ParseError> {
         let bytes = self.p.bytes;
         let start = self.p.pos;
         let digits = |i: usize| digits_end(bytes, i);
@@ -83,33 +83,65 @@ impl Canon<'_> {
         let int_end = match bytes.get(int_start) {
             Some(b'0') => int_start + 1,
             Some(b'1'..=b'9') => digits(int_start + 1),
-            _ => return false,
+            _ => return Ok(false),
         };
-        let mut end = int_end;
-        match bytes.get(end) {
-            Some(b'0'..=b'9' | b'e' | b'E') => return false,
+        let mut fraction_end = int_end;
+        match bytes.get(int_end) {
+            // A leading zero.
+            Some(b'0'..=b'9') => return Ok(false),
             Some(b'.') => {
-                end = digits(end + 1);
-                if end == int_end + 1 || matches!(bytes.get(end), Some(b'e' | b'E')) {
-                    return false;
+                fraction_end = digits(int_end + 1);
+                if fraction_end == int_end + 1 {
+                    return Ok(false);
                 }
             }
             _ => {}
         }
+        let mut end = fraction_end;
+        let exponent = matches!(bytes.get(end), Some(b'e' | b'E'));
+        if exponent {
+            let signed = end + 1 + usize::from(matches!(bytes.get(end + 1), Some(b'+' | b'-')));
+            end = digits(signed);
+            if end == signed {
+                return Ok(false);
+            }
+        }
+        // The parser's `number_shape` of the same token.
         let shape = NumberShape {
             start,
             int_start,
             int_end,
-            fraction_end: end,
-            exponent: false,
+            fraction_end,
+            exponent,
             end,
         };
-        if !verbatim_number(bytes, &shape, self.jcs) {
-            return false;
-        }
-        self.buf.put(&bytes[start..end]);
+        // Where the parser stands after the token, errors of its value included.
         self.p.pos = end;
-        true
+        if verbatim_number(bytes, &shape, self.jcs) {
+            self.buf.put(&bytes[start..end]);
+        } else {
+            self.convert_number(&shape)?;
+        }
+        Ok(true)
+    }
+
+    /// A number whose text is not its canonical text: converted, written, or refused.
+    #[inline(never)]
+    fn convert_number(&mut self, shape: &NumberShape) -> Result<(), ParseError> {
+        let num = self.p.number_value(shape)?;
+        self.write_number(num);
+        Ok(())
+    }
+
+    fn write_number(&mut self, num: Num<'_>) {
+        let written = if self.jcs {
+            jcs_number(num, &mut self.buf)
+        } else {
+            python_number(num, self.allow_nan, &mut self.buf)
+        };
+        if let Err(e) = written {
+            self.refused(e);
+        }
     }
 
     /// [`Canon::scalar`] for everything else.
@@ -166,14 +198,7 @@ impl Canon<'_> {
             }
             _ => return Err(self.p.unexpected()),
         };
-        let written = if self.jcs {
-            jcs_number(num, &mut self.buf)
-        } else {
-            python_number(num, self.allow_nan, &mut self.buf)
-        };
-        if let Err(e) = written {
-            self.refused(e);
-        }
+        self.write_number(num);
         Ok(())
     }
 
@@ -275,7 +300,9 @@ static LOWERCASE_HEX: [u8; 256] = {
 /// The value of four lowercase hex digits.
 #[inline(always)]
 fn lowercase_hex4(digits: &[u8]) -> Option<u32> {
-    let [a, b, c, d] = <[u8; 4]>::try_from(digits).ok()?.map(|x| LOWERCASE_HEX[x as usize]);
+    let [a, b, c, d] = <[u8; 4]>::try_from(digits)
+        .ok()?
+        .map(|x| LOWERCASE_HEX[x as usize]);
     if (a | b | c | d) & 0xf0 != 0 {
         return None;
     }
@@ -377,7 +404,12 @@ fn python_exponent_form(bytes: &[u8], n: &NumberShape) -> bool {
         }
         _ => return false,
     };
-    exponent <= 307 && if negative { exponent >= 5 } else { exponent >= 16 }
+    exponent <= 307
+        && if negative {
+            exponent >= 5
+        } else {
+            exponent >= 16
+        }
 }
 
 #[cfg(test)]
