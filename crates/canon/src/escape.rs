@@ -148,15 +148,22 @@ fn short_escape(b: u8) -> Option<&'static [u8]> {
     })
 }
 
+/// The two lowercase hex digits of each byte value.
+static HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = [HEX[b >> 4], HEX[b & 0xf]];
+        b += 1;
+    }
+    t
+};
+
+#[inline]
 fn u_escape(unit: u16) -> [u8; 6] {
-    [
-        b'\\',
-        b'u',
-        HEX[(unit >> 12) as usize & 0xf],
-        HEX[(unit >> 8) as usize & 0xf],
-        HEX[(unit >> 4) as usize & 0xf],
-        HEX[unit as usize & 0xf],
-    ]
+    let [hi, lo] = unit.to_be_bytes();
+    let ([a, b], [c, d]) = (HEX_PAIRS[hi as usize], HEX_PAIRS[lo as usize]);
+    [b'\\', b'u', a, b, c, d]
 }
 
 /// `"..."` as Python's `json.dumps(ensure_ascii=True)` writes it: everything outside printable
@@ -222,6 +229,152 @@ fn python_string_escaped<O: Out>(s: &str, out: &mut O) {
         out.put(&bytes[start..]);
     }
     out.byte(b'"');
+}
+
+/// Profile python: the canonical text of the string token at `open` (its opening quote),
+/// written to `out` in the scan that reads the token, without decoding it into a `String`
+/// first; where the text goes on after it. For a state file written without `ensure_ascii`
+/// (raw UTF-8), where every non-ASCII char has to be escaped here. Takes raw UTF-8 (checked
+/// as `str::from_utf8` checks it), 0x7F, and every escape JSON allows; a high surrogate
+/// escape only with a low one after it. `None` for anything else, errors included (a raw
+/// control, a byte that is not UTF-8, a bad or lone escape, no closing quote), with `out`
+/// as it was: the general reading takes those, with its error.
+pub(crate) fn python_string_of_token(
+    bytes: &[u8],
+    open: usize,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    let mark = out.len();
+    let end = python_token_into(bytes, open, out);
+    if end.is_none() {
+        out.truncate(mark);
+    }
+    end
+}
+
+fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usize> {
+    out.push(b'"');
+    let mut i = open + 1;
+    loop {
+        let b = *bytes.get(i)?;
+        if PYTHON_PLAIN[b as usize] {
+            // A run is scanned only where one starts (in non-Latin text most chars come
+            // one after another, each to escape).
+            let start = i;
+            i = skip_plain_words(bytes, i + 1, python_word_needs_escape);
+            while i < bytes.len() && PYTHON_PLAIN[bytes[i] as usize] {
+                i += 1;
+            }
+            out.extend_from_slice(&bytes[start..i]);
+            continue;
+        }
+        // Room for the longest thing one step writes (a surrogate pair's two escapes).
+        out.reserve(12);
+        match b {
+            b'"' => {
+                out.push(b'"');
+                return Some(i + 1);
+            }
+            b'\\' => {
+                let e = *bytes.get(i + 1)?;
+                let unit = match e {
+                    b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f' => {
+                        out.extend_from_slice(&bytes[i..i + 2]);
+                        i += 2;
+                        continue;
+                    }
+                    b'/' => {
+                        out.push(b'/');
+                        i += 2;
+                        continue;
+                    }
+                    b'u' => hex4_any_case(bytes.get(i + 2..i + 6)?)?,
+                    _ => return None,
+                };
+                i += 6;
+                match unit {
+                    0xd800..=0xdbff => {
+                        let low = match bytes.get(i..i + 6)? {
+                            [b'\\', b'u', digits @ ..] => hex4_any_case(digits)?,
+                            _ => return None,
+                        };
+                        if !(0xdc00..=0xdfff).contains(&low) {
+                            return None;
+                        }
+                        out.extend_from_slice(&u_escape(unit as u16));
+                        out.extend_from_slice(&u_escape(low as u16));
+                        i += 6;
+                    }
+                    0xdc00..=0xdfff => return None,
+                    _ => {
+                        // A char below 0x80 as the writer writes it: short, itself, or `\u`.
+                        let unit = unit as u16;
+                        match u8::try_from(unit).map(|c| (c, short_escape(c))) {
+                            Ok((_, Some(short))) => out.extend_from_slice(short),
+                            Ok((c, None)) if PYTHON_PLAIN[c as usize] => out.push(c),
+                            _ => out.extend_from_slice(&u_escape(unit)),
+                        }
+                    }
+                }
+            }
+            0x7f => {
+                out.extend_from_slice(b"\\u007f");
+                i += 1;
+            }
+            0x80.. => {
+                let (c, len) = utf8_char(&bytes[i..])?;
+                if c >= 0x10000 {
+                    let c = c - 0x10000;
+                    out.extend_from_slice(&u_escape(0xd800 | (c >> 10) as u16));
+                    out.extend_from_slice(&u_escape(0xdc00 | (c & 0x3ff) as u16));
+                } else {
+                    out.extend_from_slice(&u_escape(c as u16));
+                }
+                i += len;
+            }
+            // A raw control: not JSON.
+            _ => return None,
+        }
+    }
+}
+
+/// The char a UTF-8 sequence at the start of `bytes` (first byte 0x80 or above) encodes,
+/// and its length; `None` where `str::from_utf8` would refuse it: a stray continuation
+/// byte, an overlong form, a surrogate, beyond U+10FFFF, a sequence cut short.
+#[inline]
+fn utf8_char(bytes: &[u8]) -> Option<(u32, usize)> {
+    let cont = |k: usize| match bytes.get(k) {
+        Some(&c) if c & 0xc0 == 0x80 => Some(u32::from(c & 0x3f)),
+        _ => None,
+    };
+    let b0 = bytes[0];
+    match b0 {
+        0xc2..=0xdf => Some((u32::from(b0 & 0x1f) << 6 | cont(1)?, 2)),
+        0xe0..=0xef => {
+            let c = u32::from(b0 & 0x0f) << 12 | cont(1)? << 6 | cont(2)?;
+            // Overlong below U+0800; UTF-16 surrogates are not chars.
+            (c >= 0x800 && !(0xd800..=0xdfff).contains(&c)).then_some((c, 3))
+        }
+        0xf0..=0xf4 => {
+            let c = u32::from(b0 & 0x07) << 18 | cont(1)? << 12 | cont(2)? << 6 | cont(3)?;
+            (0x10000..=0x10ffff).contains(&c).then_some((c, 4))
+        }
+        _ => None,
+    }
+}
+
+/// Four hex digits, either case.
+#[inline]
+fn hex4_any_case(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |v, &d| {
+        let d = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return None,
+        };
+        Some(v * 16 + u32::from(d))
+    })
 }
 
 /// `"..."` as RFC 8785 section 3.2.2.2 writes it: only `"`, `\` and controls escaped
@@ -367,6 +520,146 @@ mod tests {
         assert_eq!(py("é€\u{2028}\u{feff}"), r#""\u00e9\u20ac\u2028\ufeff""#);
         assert_eq!(py("😀"), r#""\ud83d\ude00""#);
         assert_eq!(py("/"), r#""/""#);
+    }
+
+    /// The general reading of a string token (the parser's, then `python_string`), or
+    /// `None` where it refuses the token.
+    fn general_python_token(token: &[u8]) -> Option<(Vec<u8>, usize)> {
+        let mut p = crate::parser::Parser::new(token, crate::ParseOptions::default());
+        let mut scratch = String::new();
+        let mut out = Vec::new();
+        match p.string_token(&mut scratch).ok()? {
+            crate::parser::StringToken::Raw { text, .. } => python_string(text, &mut out),
+            crate::parser::StringToken::Decoded => python_string(&scratch, &mut out),
+        }
+        Some((out, p.pos))
+    }
+
+    /// `python_string_of_token` against the general reading on generated tokens of every
+    /// piece a string can hold: plain runs, every escape in both hex cases, surrogate pairs
+    /// and lone halves, raw UTF-8 of every length and its bounds, bytes that are not UTF-8
+    /// (overlong forms, surrogates, beyond U+10FFFF, stray and missing continuation bytes),
+    /// raw controls, 0x7F, and tokens cut short. Same bytes and end, or both refuse.
+    #[test]
+    fn string_of_token_matches_the_general_reading() {
+        let pieces: &[&[u8]] = &[
+            b"a",
+            b"plain text",
+            b"0123456789abcdefghij",
+            b" ",
+            b"~",
+            b"/",
+            b"\x7f",
+            b"\\\"",
+            b"\\\\",
+            b"\\/",
+            b"\\b",
+            b"\\f",
+            b"\\n",
+            b"\\r",
+            b"\\t",
+            b"\\x",
+            b"\\",
+            b"\\u0000",
+            b"\\u001f",
+            b"\\u0020",
+            b"\\u0022",
+            b"\\u005c",
+            b"\\u002F",
+            b"\\u0041",
+            b"\\u007e",
+            b"\\u007f",
+            b"\\u0080",
+            b"\\u00e9",
+            b"\\u00E9",
+            b"\\u0008",
+            b"\\u000A",
+            b"\\u20ac",
+            b"\\uffff",
+            b"\\uFEFF",
+            b"\\ud83d\\ude00",
+            b"\\uD83D\\uDE00",
+            b"\\udbff\\udfff",
+            b"\\ud800\\udc00",
+            b"\\ud800",
+            b"\\udc00",
+            b"\\ud83d\\u0041",
+            b"\\u12",
+            b"\\u12g4",
+            b"\xc2\x80",
+            b"\xdf\xbf",
+            b"\xc3\xa9",
+            b"\xe0\xa0\x80",
+            b"\xef\xbf\xbf",
+            b"\xe2\x82\xac",
+            b"\xe2\x80\xa8",
+            b"\xef\xbb\xbf",
+            b"\xed\x9f\xbf",
+            b"\xee\x80\x80",
+            b"\xf0\x90\x80\x80",
+            b"\xf0\x9f\x98\x80",
+            b"\xf4\x8f\xbf\xbf",
+            b"\xc0\xaf",
+            b"\xc1\xbf",
+            b"\xe0\x9f\xbf",
+            b"\xed\xa0\x80",
+            b"\xed\xbf\xbf",
+            b"\xf0\x8f\xbf\xbf",
+            b"\xf4\x90\x80\x80",
+            b"\xf5\x80\x80\x80",
+            b"\xff",
+            b"\x80",
+            b"\xbf",
+            b"\xc3",
+            b"\xe2\x82",
+            b"\xf0\x9f\x98",
+            b"\xc3\x28",
+            b"\x00",
+            b"\x1f",
+            b"\n",
+            b"\t",
+        ];
+        let mut state = 31u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize % n
+        };
+        let (mut taken, mut refused) = (0, 0);
+        for _ in 0..200_000 {
+            let mut token = b"\"".to_vec();
+            for _ in 0..next(6) {
+                token.extend_from_slice(pieces[next(pieces.len())]);
+            }
+            if next(20) != 0 {
+                token.push(b'"');
+            }
+            token.extend_from_slice(b",1]");
+            let mut ours = b"prefix".to_vec();
+            let got = python_string_of_token(&token, 0, &mut ours);
+            let want = general_python_token(&token);
+            match (got, want) {
+                (Some(end), Some((bytes, pos))) => {
+                    assert_eq!((&ours[6..], end), (&bytes[..], pos), "{token:?}");
+                    taken += 1;
+                }
+                (None, None) => {
+                    assert_eq!(ours, b"prefix", "{token:?}");
+                    refused += 1;
+                }
+                (got, want) => panic!("{token:?}: {got:?} against {want:?}"),
+            }
+        }
+        assert!(taken > 30_000 && refused > 30_000, "{taken} {refused}");
+        // Every char there is, raw, in a token.
+        for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
+            let token = format!("\"{c}\"");
+            let mut ours = Vec::new();
+            let got = python_string_of_token(token.as_bytes(), 0, &mut ours);
+            let want = general_python_token(token.as_bytes());
+            assert_eq!(got.map(|end| (ours, end)), want, "{c:?}");
+        }
     }
 
     #[test]

@@ -379,8 +379,9 @@ impl<'a> Parser<'a> {
     pub(crate) fn number_value(&self, shape: &NumberShape) -> Result<Num<'a>, ParseError> {
         let start = shape.start;
         let is_float = shape.fraction_end > shape.int_end || shape.exponent;
-        // The slice is ASCII digits and signs by construction.
-        let text = std::str::from_utf8(&self.bytes[start..shape.end]).unwrap_or("");
+        // SAFETY: `number_shape` found only ASCII digits, signs, `.` and `e` in the span, and
+        // ASCII is valid UTF-8 (checking it again cost a tenth of a float's time).
+        let text = unsafe { std::str::from_utf8_unchecked(&self.bytes[start..shape.end]) };
         if is_float {
             // Rust's float parsing is correctly rounded (Eisel-Lemire with a bignum fallback).
             let f: f64 = text

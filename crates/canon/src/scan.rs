@@ -37,8 +37,8 @@ pub(crate) fn digits_end(text: &[u8], mut i: usize) -> usize {
 /// decoded into `out` (cleared first) in one scan, with where the text goes on after it and
 /// whether the token is already its canonical text in profile python (every escape one
 /// `json.dumps` writes itself: `\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, and a lowercase
-/// `\u` of a control without a short form or of 0x7F and up, not a surrogate; the rule of
-/// `stream::python_verbatim_end`). `None` for anything else, errors included: a raw
+/// `\u` of a control without a short form or of 0x7F and up, or a lowercase surrogate pair;
+/// the rule of `stream::python_verbatim_end`). `None` for anything else, errors included: a raw
 /// non-ASCII byte or control, an invalid escape, a lone surrogate, no escape at all; the
 /// general reading ([`Parser::string_token_slow`]) takes those, with the same result.
 pub(crate) fn ascii_escaped_string(
@@ -88,8 +88,11 @@ pub(crate) fn ascii_escaped_string(
                     out.push(char::from_u32(
                         0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00),
                     )?);
-                    // Python writes the pair, but `python_verbatim_end` keeps to one unit.
-                    verbatim = false;
+                    // Python writes the pair as it is, lowercase.
+                    verbatim &= !digits
+                        .iter()
+                        .chain(&bytes[i + 8..i + 12])
+                        .any(u8::is_ascii_uppercase);
                     p.pos = i + 12;
                     continue;
                 }

@@ -34,6 +34,7 @@ use std::io;
 
 use crate::escape::{jcs_string, python_string};
 use crate::parser::{Parser, StringToken};
+use crate::scan::ascii_escaped_string;
 use crate::sink::Out;
 use crate::writer::cmp_utf16;
 use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
@@ -448,6 +449,21 @@ impl Canon<'_> {
     /// is, its prefix, and whether it has an astral char.
     #[inline(never)]
     fn key_token(&mut self, at: usize) -> Result<(KeyRef, u64, bool), ParseError> {
+        // A key as `json.dump` writes a non-ASCII one: decoded (its order is its chars') in
+        // the same scan that tells whether its token is already its python text.
+        if let Some((end, verbatim)) =
+            ascii_escaped_string(self.p.bytes, at, self.p.options, &mut self.scratch)
+        {
+            self.p.pos = end;
+            if verbatim && !self.jcs {
+                self.buf.put(&self.p.bytes[at..end]);
+            } else if self.jcs {
+                jcs_string(&self.scratch, &mut self.buf);
+            } else {
+                python_string(&self.scratch, &mut self.buf);
+            }
+            return Ok(self.decoded_key());
+        }
         Ok(match self.p.string_token(&mut self.scratch)? {
             StringToken::Raw { text, printable } => {
                 let key = KeyRef {
@@ -463,21 +479,27 @@ impl Canon<'_> {
                 (key, prefix_in(self.p.bytes, key.start, text.len()), astral)
             }
             StringToken::Decoded => {
-                let start = self.keys.len();
-                self.keys.extend_from_slice(self.scratch.as_bytes());
                 if self.jcs {
                     jcs_string(&self.scratch, &mut self.buf);
                 } else {
                     python_string(&self.scratch, &mut self.buf);
                 }
-                let key = KeyRef {
-                    start: start | DECODED,
-                    end: self.keys.len(),
-                };
-                let astral = self.jcs && has_astral(self.scratch.as_bytes());
-                (key, prefix_in(&self.keys, start, key.end - start), astral)
+                self.decoded_key()
             }
         })
+    }
+
+    /// The key decoded into `scratch`, kept in `keys`: where it is, its prefix, and whether
+    /// it has an astral char.
+    fn decoded_key(&mut self) -> (KeyRef, u64, bool) {
+        let start = self.keys.len();
+        self.keys.extend_from_slice(self.scratch.as_bytes());
+        let key = KeyRef {
+            start: start | DECODED,
+            end: self.keys.len(),
+        };
+        let astral = self.jcs && has_astral(self.scratch.as_bytes());
+        (key, prefix_in(&self.keys, start, key.end - start), astral)
     }
 
     /// The profile's key order.

@@ -583,6 +583,104 @@ fn numbers_copied_or_converted_alike() {
     }
 }
 
+/// Numbers with an exponent: the form Python's `repr` writes (copied as is in profile python
+/// when it has at most 15 digits and a normal exponent, see `verbatim_number`) for doubles of
+/// every magnitude, subnormals and the bounds of the copied range included, and every
+/// variation beside it (a `0` lead, a trailing `0`, `E`, no sign, one or four exponent
+/// digits, a padded exponent, 16 and 17 digits, exponents just outside -307..=-5 and
+/// 16..=307, overflow and underflow).
+#[test]
+fn exponent_forms_copied_or_converted_alike() {
+    let mut rng = Rng(1717);
+    let mut counts = [0; 3];
+    let mut items = Vec::new();
+    // Python's layout of shortest digits, built from Rust's `{:e}`.
+    let python_exp = |f: f64| {
+        let t = format!("{f:e}");
+        let (mantissa, exp) = t.split_once('e').unwrap_or((&t, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+    };
+    for _ in 0..30_000 {
+        let f = f64::from_bits(rng.next());
+        if f.is_finite() {
+            items.push(python_exp(f));
+        }
+        // 1 to 17 digits at every decimal exponent, near both ends of the copied range.
+        let digits = 1 + rng.below(17) as usize;
+        let mantissa: String = (0..digits)
+            .map(|i| {
+                let d = if i == 0 {
+                    1 + rng.below(9)
+                } else {
+                    rng.below(10)
+                };
+                (b'0' + d as u8) as char
+            })
+            .collect();
+        let exp = match rng.below(4) {
+            0 => 300 + rng.below(30) as i32,
+            1 => -300 - rng.below(30) as i32,
+            _ => rng.below(700) as i32 - 350,
+        };
+        let (head, tail) = mantissa.split_at(1);
+        let tail = tail.trim_end_matches(if rng.below(4) == 0 { 'x' } else { '0' });
+        let point = if tail.is_empty() {
+            String::new()
+        } else {
+            format!(".{tail}")
+        };
+        let sign = if exp < 0 { '-' } else { '+' };
+        let minus = if rng.below(3) == 0 { "-" } else { "" };
+        items.push(format!(
+            "{minus}{head}{point}e{sign}{:02}",
+            exp.unsigned_abs()
+        ));
+    }
+    for t in [
+        "1e-05",
+        "1e-04",
+        "1e-5",
+        "1e-005",
+        "1E-05",
+        "1e05",
+        "1e+16",
+        "1e+15",
+        "1e16",
+        "1e+016",
+        "0e+16",
+        "0.0e+16",
+        "1.0e+16",
+        "1.50e+16",
+        "1.5e+16",
+        "-1.5e+16",
+        "9.99999999999999e+307",
+        "9.999999999999999e+307",
+        "1e+307",
+        "1e+308",
+        "1.7976931348623157e+308",
+        "1e+309",
+        "1e-307",
+        "1e-308",
+        "2.2250738585072014e-308",
+        "2.225073858507201e-308",
+        "5e-324",
+        "1e-400",
+        "4.9406564584124654e-324",
+        "1.23456789012345e-300",
+        "1.234567890123456e-300",
+        "1.2345678901234567e-300",
+        "1e+1000",
+        "1e+9999",
+    ] {
+        items.push(t.to_string());
+    }
+    for chunk in items.chunks(500) {
+        check(format!("[{}]", chunk.join(",")).as_bytes(), &mut counts);
+    }
+}
+
 /// Strings and keys whose plain run ends at every offset of the 8-byte words the lexer reads,
 /// on every kind of byte that ends it or makes it need escaping (0x7F, 0x1F, `"`, `\`,
 /// non-ASCII, an escape), also where fewer than 8 bytes of input are left.
@@ -627,6 +725,18 @@ fn strings_and_keys_at_run_edges() {
         "\\n\\t\\b\\f\\r",
         "\\u00e9\\u20ac\\\"",
         "\\u00e9\u{e9}",
+        // Surrogate pairs: lowercase (Python's text, copied), either half uppercase, a high
+        // one followed by something else, the bounds of both halves.
+        "\\ud800\\udc00",
+        "\\udbff\\udfff",
+        "\\ud83d\\uDE00",
+        "\\uD83D\\ude00",
+        "\\ud83d\\u0041",
+        "\\ud83d\\ud83d\\ude00",
+        "\\ud83d\\n",
+        "\\ud83d\\u",
+        "\\ud83d\\ude0",
+        "\\ude00\\ud83d",
     ];
     for len in 0..20 {
         let run: String = "abcdefghijklmnopqrstuvwxyz".chars().take(len).collect();
