@@ -30,6 +30,10 @@
 //! scenario up to the divergent step: a deterministic rollout gives the same transitions
 //! again; for one that is not, the re-run may not reproduce the difference, so it is tried up
 //! to [`RERUNS`] times, and the report says when none did.
+//!
+//! The same-seed and other-seed checks record their reference in v1 and every other rollout
+//! against it by check digests, in v1 only from the first step that differs (`by_digest.rs`):
+//! the digests above are the same, several times cheaper.
 
 mod by_digest;
 mod continuation;

@@ -1103,6 +1103,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// A recorder of one rollout with `opts` (its format, cache, check digests or reference,
+    /// capture and kept prefix; the rest of `opts` is the rollout's own).
     pub fn new(opts: &RolloutOptions) -> Recorder {
         let against = opts.against.is_some();
         let format = if against { CHECK_FORMAT } else { opts.format };
