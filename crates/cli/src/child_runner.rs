@@ -118,6 +118,7 @@ impl ChildRunner {
             // The child's kept prefix is not sent: a divergence is explained from re-runs.
             kept: Vec::new(),
             step_times: lockstep::trace::from_micros(&parsed.step_times_us),
+            checked: Default::default(),
         })
     }
 }

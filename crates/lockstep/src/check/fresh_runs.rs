@@ -234,6 +234,7 @@ fn read_stored(path: &std::path::Path) -> Option<Recorded> {
         captured: None,
         kept: Vec::new(),
         step_times: Vec::new(),
+        checked: Default::default(),
     })
 }
 

@@ -64,6 +64,7 @@ fn from_wire(w: RecordedWire) -> Result<Recorded, String> {
             .map(transition)
             .collect::<Result<_, _>>()?,
         step_times: crate::trace::from_micros(&w.step_times_us),
+        checked: Default::default(),
     })
 }
 

@@ -30,7 +30,12 @@
 //! scenario up to the divergent step: a deterministic rollout gives the same transitions
 //! again; for one that is not, the re-run may not reproduce the difference, so it is tried up
 //! to [`RERUNS`] times, and the report says when none did.
+//!
+//! The same-seed and other-seed checks record their reference in v1 and every other rollout
+//! against it by check digests, in v1 only from the first step that differs (`by_digest.rs`):
+//! the digests above are the same, several times cheaper.
 
+mod by_digest;
 mod continuation;
 mod divergence;
 mod fork;
@@ -61,7 +66,9 @@ use std::sync::Barrier;
 use lockstep_canon::Value;
 
 use crate::env::{Env, EnvError, EnvFactory};
-use crate::trace::{Digest, KeepFirst, Recorded, Rollout, RolloutOptions, StepDigest, TraceError};
+use crate::trace::{
+    Digest, KeepFirst, Recorded, Rollout, RolloutOptions, StepDigest, TraceError, CHECK_FORMAT,
+};
 
 /// One of the five replay checks.
 #[derive(
@@ -247,6 +254,35 @@ impl CheckConfig {
         RolloutOptions {
             action_seed: Some(seed),
             ..self.opts(None)
+        }
+    }
+
+    /// `opts` of a reference: recorded in v1 and by check digests (`by_digest.rs`).
+    fn reference(opts: RolloutOptions) -> RolloutOptions {
+        RolloutOptions {
+            check_digests: true,
+            ..opts
+        }
+    }
+
+    /// `opts` of a rollout compared with `reference` by check digests alone.
+    fn compared(opts: RolloutOptions) -> RolloutOptions {
+        RolloutOptions {
+            format: CHECK_FORMAT,
+            check_digests: true,
+            ..opts
+        }
+    }
+
+    /// `opts` of a rollout recorded against `reference` (v1 from its first difference on), or
+    /// in v1 with check digests when the reference was not recorded so.
+    fn against(opts: RolloutOptions, reference: &Recorded) -> RolloutOptions {
+        match crate::trace::Against::of(reference) {
+            Some(a) => RolloutOptions {
+                against: Some(std::sync::Arc::new(a)),
+                ..opts
+            },
+            None => CheckConfig::reference(opts),
         }
     }
 }
@@ -645,9 +681,28 @@ impl Ctx<'_> {
     fn same_seed(&self) -> Result<CheckOutcome, CheckError> {
         let n = self.cfg.rollouts;
         self.at_least("rollouts", n)?;
-        let runs = self.same_seed_runs(None, n)?;
+        // The first rollout in v1 (the report's episode) and by check digests, the others
+        // against it (by_digest.rs): a rollout that differs comes back with its v1 trace.
+        let mut env = self.make()?;
+        let first = crate::trace::rollout(
+            env.as_mut(),
+            self.cfg.seed,
+            self.cfg.steps,
+            &CheckConfig::reference(self.cfg.opts(None)),
+        )
+        .map_err(self.rollout_err("rollout 1".to_string()))?;
+        let against = CheckConfig::against(self.cfg.opts(None), &first);
+        let mut runs = vec![first];
+        for r in 1..n {
+            let run = crate::trace::rollout(env.as_mut(), self.cfg.seed, self.cfg.steps, &against)
+                .map_err(self.rollout_err(format!("rollout {}", r + 1)))?;
+            runs.push(run);
+        }
+        drop(env);
         let seed = self.cfg.seed;
+        let episodes: Vec<EpisodeStat> = runs.iter().map(EpisodeStat::of_recorded).collect();
         let found = (1..n).find_map(|r| {
+            by_digest::first_step(&runs[0], &runs[r])?;
             first_divergence(&runs[0].trace.step_digests, &runs[r].trace.step_digests).map(
                 |divergence| Compared {
                     left: 0,
@@ -663,7 +718,6 @@ impl Ctx<'_> {
                 format!("rollout {} (same instance)", r + 1)
             }
         };
-        let episodes: Vec<EpisodeStat> = runs.iter().map(|r| EpisodeStat::of(&r.trace)).collect();
         let outcome = match found {
             None => self.outcome(
                 &runs[0],
@@ -694,10 +748,7 @@ impl Ctx<'_> {
                 // at one step, a race moves (timing.rs).
                 let steps: Vec<Option<u64>> = runs[1..]
                     .iter()
-                    .map(|run| {
-                        first_divergence(&runs[0].trace.step_digests, &run.trace.step_digests)
-                            .map(|d| d.step)
-                    })
+                    .map(|run| by_digest::first_step(&runs[0], run))
                     .collect();
                 let slow = failed.timing.take().and_then(|t| t.slow_step);
                 failed.timing = timing::hint(&steps, slow);
@@ -723,22 +774,43 @@ impl Ctx<'_> {
         let s0 = self.cfg.seed;
         // The actions are those of the first seed in every rollout: only the env's own use of
         // the seed may tell the episodes apart.
+        // The reference in v1 and by check digests; the other seeds against it until one
+        // differs (its v1 trace names where), then by check digests alone (by_digest.rs).
         let opts = self.cfg.opts_actions_of(s0);
         let mut env = self.make()?;
         let declared = self.cfg.seedless || env.seedless();
-        let reference = crate::trace::rollout(env.as_mut(), s0, self.cfg.steps, &opts)
-            .map_err(self.rollout_err(format!("seed {s0}")))?;
+        let reference = crate::trace::rollout(
+            env.as_mut(),
+            s0,
+            self.cfg.steps,
+            &CheckConfig::reference(opts.clone()),
+        )
+        .map_err(self.rollout_err(format!("seed {s0}")))?;
         drop(env);
-        let mut differ: Vec<(u64, Divergence)> = Vec::new();
+        let against = CheckConfig::against(opts.clone(), &reference);
+        let compared = CheckConfig::compared(opts);
+        // The first seed that differs, where, and how many differ.
+        let mut differ: Option<(u64, Divergence)> = None;
+        let mut differing = 0usize;
         let mut same: Vec<u64> = Vec::new();
         for i in 1..=n {
             let seed = self.cfg.seed_at(i);
             let mut env = self.make()?;
-            let r = crate::trace::rollout(env.as_mut(), seed, self.cfg.steps, &opts)
+            let opts = if differ.is_none() {
+                &against
+            } else {
+                &compared
+            };
+            let r = crate::trace::rollout(env.as_mut(), seed, self.cfg.steps, opts)
                 .map_err(self.rollout_err(format!("seed {seed}")))?;
-            match first_divergence(&reference.trace.step_digests, &r.trace.step_digests) {
-                Some(d) => differ.push((seed, d)),
-                None => same.push(seed),
+            if by_digest::first_step(&reference, &r).is_none() {
+                same.push(seed);
+                continue;
+            }
+            differing += 1;
+            if differ.is_none() {
+                differ = first_divergence(&reference.trace.step_digests, &r.trace.step_digests)
+                    .map(|d| (seed, d));
             }
         }
         let others = seed_list(&(1..=n).map(|i| self.cfg.seed_at(i)).collect::<Vec<_>>());
@@ -747,7 +819,7 @@ impl Ctx<'_> {
         let identical = format!(
             "seeds {s0} and {others} gave identical episodes: the same observations, rewards, flags, infos and logs at every one of their {transitions} transitions"
         );
-        let Some((first_seed, first)) = differ.first().cloned() else {
+        let Some((first_seed, first)) = differ else {
             let r = format!("seed {}", self.cfg.seed_at(1));
             return Ok(if declared {
                 CheckOutcome {
@@ -787,7 +859,7 @@ impl Ctx<'_> {
         } else {
             format!(
                 "{} of {n} other seeds differ from seed {s0} (seed {first_seed} first at {site}); seeds {} gave the same episode ({transitions} transitions): weak evidence, episodes are short or the world is small",
-                differ.len(),
+                differing,
                 seed_list(&same)
             )
         };

@@ -564,3 +564,48 @@ fn the_default_checks_are_all() {
     let names: Vec<&str> = CheckKind::ALL.iter().map(|k| k.short()).collect();
     assert_eq!(names.join(","), crate::check::DEFAULT_CHECKS);
 }
+
+/// A rollout that differs from the check's reference only in one of its rollouts (the glitch
+/// comes at the instance's second reset, never again, so no re-run reproduces it) is found by
+/// check digests, and the failure carries the v1 timeline of the two runs that differed: the
+/// digests a v1 recording of each gives (by_digest.rs).
+#[test]
+fn a_difference_found_by_check_digests_has_the_v1_timeline_of_the_runs_that_differed() {
+    let at = crate::trace::KeepFirst::CHECKS.steps as u64 + 8;
+    let (o, _) = same_seed_of_glitch_at(at);
+    let (f, _) = GlitchOnce::factory(at);
+    let mut env = f.make().unwrap();
+    let opts = CheckConfig::new(0, GlitchOnce::STEPS).opts(None);
+    let first = rollout(env.as_mut(), 0, GlitchOnce::STEPS, &opts).unwrap();
+    let second = rollout(env.as_mut(), 0, GlitchOnce::STEPS, &opts).unwrap();
+    let digests = |r: &Recorded| r.trace.step_digests.iter().map(|s| s.digest).collect();
+    assert_eq!(o.timeline, Some((digests(&first), digests(&second))));
+    assert_eq!(o.episode, first.trace.episode);
+    let d = o.divergence.expect("the glitch is a difference");
+    let want = first_divergence(&first.trace.step_digests, &second.trace.step_digests).unwrap();
+    assert_eq!(
+        (d.step, &d.site, &d.also),
+        (want.step, &want.site, &want.also)
+    );
+}
+
+/// The other-seed check names where the first other seed differs from the v1 traces of the
+/// two seeds, though it records the other seeds by check digests.
+#[test]
+fn other_seed_names_the_site_a_v1_comparison_names() {
+    let f = fixtures::factory("fixture").unwrap();
+    let cfg = CheckConfig::new(3, 20);
+    let o = run_check(OtherSeed, &f, &cfg, None).unwrap();
+    let opts = cfg.opts_actions_of(3);
+    let trace = |seed| {
+        let mut env = f.make().unwrap();
+        rollout(env.as_mut(), seed, 20, &opts).unwrap().trace
+    };
+    let (a, b) = (trace(3), trace(4));
+    assert_eq!(
+        o.divergence,
+        first_divergence(&a.step_digests, &b.step_digests)
+    );
+    assert_eq!(o.episode, a.episode);
+    assert!(o.passed, "{}", o.summary);
+}

@@ -213,6 +213,7 @@ mod tests {
             captured: None,
             kept: Vec::new(),
             step_times: ms.iter().map(|&m| Duration::from_millis(m)).collect(),
+            checked: Default::default(),
         }
     }
 

@@ -929,6 +929,13 @@ pub struct RolloutOptions {
     /// Fields removed from every transition before it is digested, kept or captured
     /// ([`crate::ignore`]); the actions are sampled from the unfiltered transition.
     pub ignore: crate::ignore::Ignore,
+    /// Also keep each step's check digest ([`CHECK_FORMAT`]) in [`Checked::digests`], and the
+    /// agents' returns (see [`Checked`]): what a check's reference records besides its v1
+    /// trace, so that other rollouts can be compared with it by check digests ([`Against`]).
+    pub check_digests: bool,
+    /// Record in format v1 only from the first step whose check digest differs from this
+    /// reference's (see [`Against`]); `format` and `check_digests` are then not read.
+    pub against: Option<std::sync::Arc<Against>>,
 }
 
 impl Default for RolloutOptions {
@@ -942,8 +949,27 @@ impl Default for RolloutOptions {
             action_seed: None,
             unseeded: false,
             ignore: crate::ignore::Ignore::default(),
+            check_digests: false,
+            against: None,
         }
     }
+}
+
+/// The format of the per-step digest the checks compare: v3, one XXH3-128 call over each
+/// step's bytes, about three times cheaper than v1 on the range. It pins the same parts of a
+/// step as v1 (observations, rewards, flags, infos, logs), so two rollouts first differ at the
+/// same step in both formats; v1 is what then names the agent, key and element.
+pub const CHECK_FORMAT: Format = Format::V3;
+
+/// What a rollout recorded for a check besides its trace (`RolloutOptions::check_digests`,
+/// and every rollout recorded [`Against`] a reference). `returns` stands in for the per-agent
+/// rewards a v1 trace carries, in a rollout that kept no v1 trace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Checked {
+    /// The [`CHECK_FORMAT`] digest of each step, the reset first; empty when not asked for.
+    pub digests: Vec<Digest>,
+    /// Each agent's rewards summed over the steps (the reset not counted), in step order.
+    pub returns: BTreeMap<String, f64>,
 }
 
 /// How many leading transitions a rollout keeps in full: while both budgets last.
@@ -985,15 +1011,12 @@ fn kept_size(t: &Transition) -> usize {
 pub struct Rollout<'e> {
     env: &'e mut dyn Env,
     sampler: ActionSampler,
-    tracer: Tracer,
+    rec: Recorder,
     next: Actions,
     seed: u64,
     steps: u64,
     taken: u64,
     done: bool,
-    capture: Option<u64>,
-    captured: Option<Transition>,
-    kept: KeptPrefix,
     ignore: crate::ignore::Ignore,
     /// The last transition with the ignored fields removed (none when nothing is ignored).
     filtered: Option<Transition>,
@@ -1015,6 +1038,160 @@ fn shown<'a>(
     copy
 }
 
+/// The reference a rollout is compared with as it runs, step by step, by check digests.
+///
+/// Why: a check compares many rollouts with one reference, and recording each in format v1 (a
+/// digest per agent, key, info and log list, what names where two runs part) costs several
+/// times what a step of the range does. The check digest ([`CHECK_FORMAT`]) costs a fraction
+/// of it and pins the same parts of a step, so while a rollout's check digests equal the
+/// reference's, its v1 step digests are the reference's too (a v1 step digest depends on the
+/// step's index and contents only). A rollout recorded against a reference therefore hashes
+/// in v1 only from the first step whose check digest differs (or that the reference does not
+/// have) on: its v1 trace is then the reference's steps before that one followed by its own,
+/// exactly the trace a v1 recording of the whole rollout gives, found without re-running
+/// anything (so an env that does not reproduce its own runs is localised as well as one that
+/// does). A rollout equal to its reference at every step keeps a trace in [`CHECK_FORMAT`]
+/// alone: its v1 trace would be the reference's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Against {
+    /// The reference's check digests, the reset first.
+    pub checks: Vec<Digest>,
+    /// The reference's v1 step digests.
+    pub steps: Vec<StepDigest>,
+}
+
+impl Against {
+    /// The reference `r`, recorded in v1 with check digests; `None` for any other recording.
+    pub fn of(r: &Recorded) -> Option<Against> {
+        (r.trace.format == FORMAT && r.checked.digests.len() == r.trace.step_digests.len()).then(
+            || Against {
+                checks: r.checked.digests.clone(),
+                steps: r.trace.step_digests.clone(),
+            },
+        )
+    }
+}
+
+impl Tracer {
+    /// A v1 tracer that has recorded `steps` already (the episode chain over them).
+    fn resumed(mode: CacheMode, steps: &[StepDigest]) -> Tracer {
+        let mut t = Tracer::new(mode);
+        t.episode = steps.iter().fold(Digest::ZERO, |e, s| chain(&e, &s.digest));
+        t.steps = steps.to_vec();
+        t
+    }
+}
+
+/// Everything a rollout records of each transition it shows: the trace, the check digests and
+/// returns, the captured step and the kept prefix. A rollout's cost beyond the env's is this
+/// (and two clock reads per step), so `lockstep range bench --trace` measures checks' tracing
+/// by driving one of these.
+#[derive(Debug)]
+pub struct Recorder {
+    tracer: Tracer,
+    /// A second tracer for the check digests, when the trace's own format is not theirs.
+    check: Option<Tracer>,
+    check_digests: bool,
+    checked: Checked,
+    /// The reference, and the v1 tracer started at the first step that differs from it.
+    against: Option<std::sync::Arc<Against>>,
+    v1: Option<Tracer>,
+    mode: CacheMode,
+    capture: Option<u64>,
+    captured: Option<Transition>,
+    kept: KeptPrefix,
+}
+
+impl Recorder {
+    /// A recorder of one rollout with `opts` (its format, cache, check digests or reference,
+    /// capture and kept prefix; the rest of `opts` is the rollout's own).
+    pub fn new(opts: &RolloutOptions) -> Recorder {
+        let against = opts.against.is_some();
+        let format = if against { CHECK_FORMAT } else { opts.format };
+        let check_digests = opts.check_digests || against;
+        let separate = check_digests && format != CHECK_FORMAT;
+        Recorder {
+            tracer: Tracer::with_format(format, opts.cache),
+            check: separate.then(|| Tracer::with_format(CHECK_FORMAT, opts.cache)),
+            check_digests,
+            checked: Checked::default(),
+            against: opts.against.clone(),
+            v1: None,
+            mode: opts.cache,
+            capture: opts.capture,
+            captured: None,
+            kept: KeptPrefix::new(opts.keep_first),
+        }
+    }
+
+    /// Records `t` as the next step (the first call is step 0, the reset).
+    pub fn record(&mut self, t: &Transition) -> Result<(), TraceError> {
+        let step = self.tracer.steps().len() as u64;
+        let digest = self.tracer.record(t)?.digest;
+        if self.check_digests {
+            let check = match self.check.as_mut() {
+                Some(c) => c.record(t)?.digest,
+                None => digest,
+            };
+            self.checked.digests.push(check);
+            if let Some(against) = &self.against {
+                if self.v1.is_none() && against.checks.get(step as usize) != Some(&check) {
+                    let same = &against.steps[..(step as usize).min(against.steps.len())];
+                    self.v1 = Some(Tracer::resumed(self.mode, same));
+                }
+            }
+            if let Some(v1) = self.v1.as_mut() {
+                v1.record(t)?;
+            }
+            if step > 0 {
+                for (agent, a) in &t.agents {
+                    match self.checked.returns.get_mut(agent.as_str()) {
+                        Some(sum) => *sum += a.reward,
+                        None => {
+                            // `0.0 +` as a sum from zero adds: -0.0 counts as 0.0, as in a
+                            // sum over a v1 trace's rewards (`check::EpisodeStat::of`).
+                            self.checked.returns.insert(agent.clone(), 0.0 + a.reward);
+                        }
+                    }
+                }
+            }
+        }
+        if self.capture == Some(step) {
+            self.captured = Some(t.clone());
+        }
+        self.kept.offer(t);
+        Ok(())
+    }
+
+    /// The episode digest so far, in the trace's format.
+    pub fn episode(&self) -> Digest {
+        self.tracer.episode()
+    }
+
+    /// What a rollout recorded against this one (a reference, in v1 with check digests) is
+    /// compared with, as [`Against::of`] its [`Recorded`]; `None` for another recording.
+    pub fn against(&self) -> Option<Against> {
+        let v1 = self.tracer.format() == Format::V1 && self.check_digests;
+        v1.then(|| Against {
+            checks: self.checked.digests.clone(),
+            steps: self.tracer.steps().to_vec(),
+        })
+    }
+
+    /// The tracer whose trace the rollout returns: the v1 one of a rollout that differs from
+    /// its reference (a shorter one is the reference's first steps), else the recording's own.
+    fn into_tracer(self) -> (Tracer, Option<Transition>, Vec<Transition>, Checked) {
+        let tracer = match (self.v1, &self.against) {
+            (Some(v1), _) => v1,
+            (None, Some(a)) if a.steps.len() != self.tracer.steps().len() => {
+                Tracer::resumed(self.mode, &a.steps[..self.tracer.steps().len()])
+            }
+            _ => self.tracer,
+        };
+        (tracer, self.captured, self.kept.transitions, self.checked)
+    }
+}
+
 /// A finished rollout: its trace, the captured transition if one was asked for and reached,
 /// and the kept first transitions (`kept[k]` is step `k`).
 #[derive(Debug, Clone)]
@@ -1026,6 +1203,8 @@ pub struct Recorded {
     /// only to tell timing from state when runs differ (`check::timing`). Empty when the run
     /// happened where it was not measured (a stored reference).
     pub step_times: Vec<Duration>,
+    /// The check digests and returns, when asked for (`RolloutOptions::check_digests`).
+    pub checked: Checked,
 }
 
 impl<'e> Rollout<'e> {
@@ -1040,15 +1219,12 @@ impl<'e> Rollout<'e> {
         let mut r = Rollout {
             env,
             sampler,
-            tracer: Tracer::with_format(opts.format, opts.cache),
+            rec: Recorder::new(opts),
             next: Actions::new(),
             seed,
             steps,
             taken: 0,
             done: false,
-            capture: opts.capture,
-            captured: None,
-            kept: KeptPrefix::new(opts.keep_first),
             ignore: opts.ignore.clone(),
             filtered: None,
             times: Vec::new(),
@@ -1064,11 +1240,7 @@ impl<'e> Rollout<'e> {
         .map_err(|source| TraceError::Env { step: 0, source })?;
         r.times.push(started.elapsed());
         let seen = shown(&r.ignore, &mut r.filtered, t);
-        r.tracer.record(seen)?;
-        if r.capture == Some(0) {
-            r.captured = Some(seen.clone());
-        }
-        r.kept.offer(seen);
+        r.rec.record(seen)?;
         r.done = t.is_done();
         r.next = r.sampler.sample(t);
         Ok(r)
@@ -1092,11 +1264,7 @@ impl<'e> Rollout<'e> {
             .map_err(|source| TraceError::Env { step, source })?;
         self.times.push(started.elapsed());
         let seen = shown(&self.ignore, &mut self.filtered, t);
-        self.tracer.record(seen)?;
-        if self.capture == Some(step) {
-            self.captured = Some(seen.clone());
-        }
-        self.kept.offer(seen);
+        self.rec.record(seen)?;
         self.taken = step;
         self.done = t.is_done();
         self.next = self.sampler.sample(t);
@@ -1117,20 +1285,22 @@ impl<'e> Rollout<'e> {
         } else {
             End::StepsExhausted
         };
-        let episode = self.tracer.episode();
+        let (tracer, captured, kept, checked) = self.rec.into_tracer();
+        let episode = tracer.episode();
         Recorded {
             trace: Trace {
-                format: self.tracer.format().as_str().to_string(),
+                format: tracer.format().as_str().to_string(),
                 env,
                 seed: self.seed,
                 steps: self.steps,
                 end,
                 episode,
-                step_digests: self.tracer.into_steps(),
+                step_digests: tracer.into_steps(),
             },
-            captured: self.captured,
-            kept: self.kept.transitions,
+            captured,
+            kept,
             step_times: self.times,
+            checked,
         }
     }
 }
