@@ -288,14 +288,14 @@ fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usi
                         i += 2;
                         continue;
                     }
-                    b'u' => hex4_any_case(bytes.get(i + 2..i + 6)?)?,
+                    b'u' => crate::scan::hex4(bytes.get(i + 2..i + 6)?)?,
                     _ => return None,
                 };
                 i += 6;
                 match unit {
                     0xd800..=0xdbff => {
                         let low = match bytes.get(i..i + 6)? {
-                            [b'\\', b'u', digits @ ..] => hex4_any_case(digits)?,
+                            [b'\\', b'u', digits @ ..] => crate::scan::hex4(digits)?,
                             _ => return None,
                         };
                         if !(0xdc00..=0xdfff).contains(&low) {
@@ -361,20 +361,6 @@ fn utf8_char(bytes: &[u8]) -> Option<(u32, usize)> {
         }
         _ => None,
     }
-}
-
-/// Four hex digits, either case.
-#[inline]
-fn hex4_any_case(digits: &[u8]) -> Option<u32> {
-    digits.iter().try_fold(0u32, |v, &d| {
-        let d = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            b'A'..=b'F' => d - b'A' + 10,
-            _ => return None,
-        };
-        Some(v * 16 + u32::from(d))
-    })
 }
 
 /// `"..."` as RFC 8785 section 3.2.2.2 writes it: only `"`, `\` and controls escaped

@@ -111,9 +111,9 @@ pub(crate) fn ascii_escaped_string(
     }
 }
 
-/// Four hex digits, either case.
+/// Four hex digits, either case (a `\u` escape's, shared with the escaping of raw strings).
 #[inline(always)]
-fn hex4(digits: &[u8]) -> Option<u32> {
+pub(crate) fn hex4(digits: &[u8]) -> Option<u32> {
     digits.iter().try_fold(0u32, |v, &d| {
         let d = match d {
             b'0'..=b'9' => d - b'0',
