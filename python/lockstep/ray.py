@@ -30,6 +30,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from typing import Iterable, Optional, Sequence
 
@@ -366,16 +367,17 @@ def _worker_env(forwarded_vars):
     return env
 
 
-def _end_session(sid):
+def _end_session(sid, rounds=3, pause=0.0):
     """Kills every process still in session ``sid`` (the relay's): the worker and what its env
-    started, which may have made process groups of their own but stay in the session."""
+    started, which may have made process groups of their own but stay in the session. Each of
+    ``rounds`` kills what is left, ``pause`` seconds apart (a process may fork as it dies)."""
     if not os.path.isdir("/proc"):
         try:
             os.killpg(sid, signal.SIGKILL)
         except OSError:
             pass
         return
-    for _ in range(3):
+    for _ in range(rounds):
         left = _session_members(sid)
         if not left:
             return
@@ -384,6 +386,7 @@ def _end_session(sid):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        time.sleep(pause)
 
 
 def _session_members(sid):

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from lockstep.ray import _session_members as session_members
+from lockstep.ray import _end_session, _session_members as session_members
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PYTHON = sys.executable
@@ -69,16 +69,8 @@ def comm(pid):
 
 
 def kill_session(sid):
-    for _ in range(50):
-        left = session_members(sid)
-        if not left:
-            return
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.1)
+    """A Ray node's whole session, given time to die (its raylet forks workers as it goes)."""
+    _end_session(sid, rounds=50, pause=0.1)
 
 
 def free_port():
