@@ -47,6 +47,22 @@ fn slice_bytes(batch: &Batch, b: usize, i: usize) -> Vec<u8> {
     }
 }
 
+/// Each sub-env's joint action drawn by its sampler from `batch`'s current masks, as the
+/// batch's own `step_sampled` draws it.
+fn sampled_joint(samplers: &mut [ActionSampler], batch: &Batch) -> Vec<JointAction> {
+    samplers
+        .iter_mut()
+        .enumerate()
+        .map(|(i, sampler)| {
+            let mut j = JointAction::default();
+            for a in 0..N_AGENTS {
+                j.0[a] = sampler.sample(a, &mask_of(batch, i, a));
+            }
+            j
+        })
+        .collect()
+}
+
 fn mask_of(batch: &Batch, i: usize, agent: usize) -> Vec<i8> {
     let b = batch.find(agent, "action_mask").unwrap();
     let len: usize = batch.buffers()[b].shape.iter().product();
@@ -172,15 +188,7 @@ fn sampled_steps_equal_sampling_then_stepping_for_every_thread_count() {
             let mut s_out = s_in.clone();
             for step in 0..50 {
                 inside.step_sampled(&mut s_in).unwrap();
-                let joint: Vec<JointAction> = (0..n)
-                    .map(|i| {
-                        let mut j = JointAction::default();
-                        for a in 0..N_AGENTS {
-                            j.0[a] = s_out[i].sample(a, &mask_of(&outside, i, a));
-                        }
-                        j
-                    })
-                    .collect();
+                let joint = sampled_joint(&mut s_out, &outside);
                 outside.step_observed(&joint).unwrap();
                 inside.observe().unwrap();
                 let what = format!("{} threads={threads} step {step}", p.scenario.name());
@@ -228,15 +236,7 @@ fn observing_late_equals_observing_every_step() {
                 let what = format!("{} threads={threads} every {every}", p.scenario.name());
                 let mut reset_since_shown = false;
                 for step in 1..=70 {
-                    let joint: Vec<JointAction> = (0..n)
-                        .map(|i| {
-                            let mut j = JointAction::default();
-                            for a in 0..N_AGENTS {
-                                j.0[a] = samplers[i].sample(a, &mask_of(&eager, i, a));
-                            }
-                            j
-                        })
-                        .collect();
+                    let joint = sampled_joint(&mut samplers, &eager);
                     let resets = (0..n).any(|i| eager.terminated()[i] || eager.truncated()[i]);
                     eager.step_observed(&joint).unwrap();
                     lazy.step(&joint).unwrap();
