@@ -26,6 +26,7 @@
 mod duplicates;
 mod early;
 mod order;
+mod splice;
 mod split;
 mod tokens;
 
@@ -40,6 +41,9 @@ use crate::writer::cmp_utf16;
 use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
 pub use early::EarlyWrite;
 use early::{Early, NoRestart};
+#[doc(hidden)]
+pub use order::MOVED_MAX;
+use splice::{Piece, Rope, Splice, IN_PART};
 pub use split::canonicalize_early_parallel;
 #[doc(hidden)]
 pub use split::{canonicalize_split_from, Plan};
@@ -190,8 +194,16 @@ struct Canon<'a> {
     p: Parser<'a>,
     jcs: bool,
     allow_nan: bool,
-    /// Canonical bytes not yet handed to the writer.
+    /// Canonical bytes not yet handed to the writer, in the order they were written: the
+    /// ranges `splices` name go out as their pieces (`stream/splice.rs`).
     buf: Vec<u8>,
+    splices: Vec<Splice>,
+    /// The helper's part once taken: its canonical text stays in its own buffer, which
+    /// offsets with `IN_PART` point into, with the splices it made.
+    part_buf: Vec<u8>,
+    part_splices: Vec<Splice>,
+    /// The pieces of both buffers' splices.
+    pieces: Vec<Piece>,
     /// Decoded keys (those with escapes) of the open objects' members.
     keys: Vec<u8>,
     members: Vec<Member>,
@@ -205,6 +217,8 @@ struct Canon<'a> {
     orders: Vec<Vec<u32>>,
     /// The members of an object being reordered, copied aside.
     aside: Vec<u8>,
+    /// Objects up to this size are reordered by moving their text (`order::MOVED_MAX`).
+    moved_max: usize,
     early: Early,
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
@@ -244,6 +258,10 @@ impl<'a> Canon<'a> {
             jcs: profile == Profile::Jcs,
             allow_nan: profile == Profile::Python,
             buf: Vec::with_capacity(buffer),
+            splices: Vec::new(),
+            part_buf: Vec::new(),
+            part_splices: Vec::new(),
+            pieces: Vec::new(),
             keys: Vec::new(),
             members: Vec::new(),
             frames: Vec::new(),
@@ -252,6 +270,7 @@ impl<'a> Canon<'a> {
             order: Vec::new(),
             orders: Vec::new(),
             aside: Vec::new(),
+            moved_max: order::MOVED_MAX,
             early: Early::new(early),
             error: None,
             io_error: None,
@@ -294,8 +313,35 @@ impl Canon<'_> {
     }
 
     fn flush<W: io::Write>(&mut self, out: &mut W) {
-        emit(&mut self.io_error, &self.buf, out);
+        self.emit_range(0, self.buf.len(), out);
+        self.clear_buf();
+    }
+
+    /// Hands `start..end` of `buf` (of the part's buffer with `IN_PART`) to `out`, the
+    /// splices in it as their pieces.
+    #[inline]
+    fn emit_range<W: io::Write>(&mut self, start: usize, end: usize, out: &mut W) {
+        if self.splices.is_empty() && start & IN_PART == 0 {
+            emit(&mut self.io_error, &self.buf[start..end], out);
+            return;
+        }
+        let rope = Rope {
+            buf: &self.buf,
+            part: &self.part_buf,
+            splices: &self.splices,
+            part_splices: &self.part_splices,
+            pieces: &self.pieces,
+        };
+        rope.emit(start, end, &mut self.io_error, out);
+    }
+
+    /// Everything in `buf` went out: it starts again empty, with nothing spliced.
+    fn clear_buf(&mut self) {
         self.buf.clear();
+        self.splices.clear();
+        self.pieces.clear();
+        self.part_splices.clear();
+        self.part_buf = Vec::new();
     }
 
     /// As the parser's `parse_value`, writing instead of building.
@@ -587,13 +633,24 @@ impl Canon<'_> {
             return Ok(());
         };
         self.open_objects -= 1;
+        // The helper's part was taken into this object: its members come last.
+        let with_part = self.members[obj.first_member..]
+            .last()
+            .is_some_and(|m| m.text_start & IN_PART != 0);
         let root_done_early =
             self.early.on && self.frames.is_empty() && self.early_close_root(obj.sorted, out);
-        if !obj.sorted && !root_done_early {
-            if self.open_objects == 0 && self.buf.len() - obj.start >= FLUSH_BYTES {
+        if root_done_early {
+        } else if obj.sorted {
+            if with_part {
+                self.insert_part();
+            }
+        } else {
+            // Bytes in it go out as pieces: they cannot be moved.
+            let spliced = with_part || self.splices.last().is_some_and(|s| s.start >= obj.start);
+            if self.open_objects == 0 && (spliced || self.buf.len() - obj.start >= FLUSH_BYTES) {
                 self.write_in_order(obj.start, obj.first_member, out);
             } else {
-                self.reorder(obj.start, obj.first_member);
+                self.put_in_order(obj.start, obj.first_member, spliced);
             }
         }
         self.members.truncate(obj.first_member);

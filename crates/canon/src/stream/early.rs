@@ -147,7 +147,7 @@ impl Canon<'_> {
             self.early.next_at = usize::MAX;
             return;
         };
-        let member = &self.members[guess.member];
+        let (member, sent) = (self.members[guess.member], guess.sent);
         // A member's text is never empty once its value is complete (it has its key).
         let complete = member.text_end > member.text_start;
         let upto = if complete {
@@ -155,19 +155,20 @@ impl Canon<'_> {
         } else {
             self.early_frontier()
         };
-        let from = if guess.sent == 0 {
+        let from = if sent == 0 {
             // The first piece: the root's `{`, then the member (the root's earlier members
             // come after it).
             let Some(Frame::Object(root)) = self.frames.first() else {
                 return;
             };
-            emit(&mut self.io_error, &self.buf[..root.start], out);
+            let root_start = root.start;
+            self.emit_range(0, root_start, out);
             member.text_start
         } else {
-            guess.sent
+            sent
         };
         if upto > from {
-            emit(&mut self.io_error, &self.buf[from..upto], out);
+            self.emit_range(from, upto, out);
         }
         if let Some(guess) = &mut self.early.guess {
             guess.sent = upto.max(from);
@@ -229,18 +230,14 @@ impl Canon<'_> {
             self.order.clear();
             self.order.extend(0..self.members.len() as u32);
         }
-        let guessed = &self.members[guess.member];
-        emit(
-            &mut self.io_error,
-            &self.buf[guess.sent..guessed.text_end],
-            out,
-        );
-        for &i in &self.order[1..] {
-            let m = &self.members[i as usize];
+        let guessed_end = self.members[guess.member].text_end;
+        self.emit_range(guess.sent, guessed_end, out);
+        for k in 1..self.order.len() {
+            let m = self.members[self.order[k] as usize];
             emit(&mut self.io_error, b",", out);
-            emit(&mut self.io_error, &self.buf[m.text_start..m.text_end], out);
+            self.emit_range(m.text_start, m.text_end, out);
         }
-        self.buf.clear();
+        self.clear_buf();
         true
     }
 

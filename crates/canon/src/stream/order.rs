@@ -1,14 +1,18 @@
 //! Putting an object's members in key order when it closes: finding the order (the one
-//! last found for as many members first) and moving the members' canonical text there.
+//! last found for as many members first) and moving the members' canonical text there, or,
+//! for a large object, splicing it (`stream/splice.rs`).
 
 use std::cmp::Ordering;
 use std::io;
 
-use super::{emit, Canon, Member};
+use super::splice::{self, Piece, Splice, IN_PART};
+use super::{emit, Canon};
 
-/// An object whose canonical text is at most this long is reordered through one copy of all
-/// of it; a larger one keeps its largest member in place (see [`Canon::reorder`]).
-const SMALL_OBJECT: usize = 4096;
+/// An object whose canonical text is at most this long is put in order through one copy of
+/// all of it (see [`Canon::reorder`]); a larger one is spliced, so that `aside` never takes
+/// more fresh pages than this.
+#[doc(hidden)]
+pub const MOVED_MAX: usize = 256 * 1024;
 
 /// Objects with fewer members than this remember the key order last found for their member
 /// count (see [`Canon::find_order`]).
@@ -81,64 +85,30 @@ impl Canon<'_> {
     }
 
     /// Puts the members of the object whose text starts at `start` in `order` (of
-    /// `members[first..]`), within `buf`. Same members, same number of commas: the
-    /// object keeps its length. The largest member moves within the buffer (memmove); only
-    /// the text before and after it is copied aside first (two copies), so a huge member (a
-    /// large array) is never held twice.
-    pub(super) fn reorder(&mut self, start: usize, first: usize) {
+    /// `members[first..]`): moved within `buf` when the object is small and holds nothing
+    /// spliced, else spliced (`stream/splice.rs`): a large object's members stay where they
+    /// are, and go out in order as pieces.
+    pub(super) fn put_in_order(&mut self, start: usize, first: usize, spliced: bool) {
+        if !spliced && self.buf.len() - start <= self.moved_max {
+            self.reorder(start, first);
+        } else {
+            self.splice_in_order(start, first);
+        }
+    }
+
+    /// Moves the members into `order` within `buf` through one copy of all of them aside.
+    /// Same members, same number of commas: the object keeps its length. `aside` is kept
+    /// from object to object, so its pages are fresh only once.
+    fn reorder(&mut self, start: usize, first: usize) {
         let members = &self.members[first..];
-        let len = |m: &Member| m.text_end - m.text_start;
         let end = self.buf.len();
-        if end - start <= SMALL_OBJECT {
-            // A small object (most are): all of it aside in one copy, then each member back.
-            self.aside.clear();
-            self.aside.extend_from_slice(&self.buf[start..end]);
-            let mut to = start;
-            for &i in &self.order {
-                let m = &members[i as usize];
-                let (from, n) = (m.text_start - start, len(m));
-                copy_short(&mut self.buf[to..to + n], &self.aside[from..from + n]);
-                to += n;
-                if to < end {
-                    self.buf[to] = b',';
-                }
-                to += 1;
-            }
-            return;
-        }
-        // The largest member, by its place in `order`.
-        let mut largest = 0;
-        for (k, &i) in self.order.iter().enumerate() {
-            if len(&members[i as usize]) > len(&members[self.order[largest] as usize]) {
-                largest = k;
-            }
-        }
-        let big = &members[self.order[largest] as usize];
-        let (big_start, big_end) = (big.text_start, big.text_end);
         self.aside.clear();
-        self.aside.extend_from_slice(&self.buf[start..big_start]);
-        self.aside.extend_from_slice(&self.buf[big_end..end]);
-        // Where a member's text is in `aside`.
-        let aside_at = |m: &Member| {
-            if m.text_start < big_start {
-                m.text_start - start
-            } else {
-                m.text_start - big_end + (big_start - start)
-            }
-        };
-        let mut largest_to = start;
-        for &i in &self.order[..largest] {
-            largest_to += len(&members[i as usize]) + 1;
-        }
-        self.buf.copy_within(big_start..big_end, largest_to);
+        self.aside.extend_from_slice(&self.buf[start..end]);
         let mut to = start;
-        for (k, &i) in self.order.iter().enumerate() {
+        for &i in &self.order {
             let m = &members[i as usize];
-            let n = len(m);
-            if k != largest {
-                let from = aside_at(m);
-                copy_short(&mut self.buf[to..to + n], &self.aside[from..from + n]);
-            }
+            let (from, n) = (m.text_start - start, m.text_end - m.text_start);
+            copy_short(&mut self.buf[to..to + n], &self.aside[from..from + n]);
             to += n;
             if to < end {
                 // A comma after every member but the last (whose end is the object's end,
@@ -149,19 +119,59 @@ impl Canon<'_> {
         }
     }
 
+    /// The object's text, from `start` to the end of `buf`, is its members in `order`.
+    fn splice_in_order(&mut self, start: usize, first: usize) {
+        let from = self.pieces.len();
+        let members = &self.members[first..];
+        self.pieces.reserve_exact(self.order.len());
+        self.pieces
+            .extend(self.order.iter().enumerate().map(|(k, &i)| {
+                let m = &members[i as usize];
+                Piece {
+                    start: m.text_start,
+                    end: m.text_end,
+                    comma: k > 0,
+                }
+            }));
+        let splice = Splice {
+            start,
+            end: self.buf.len(),
+            first: from,
+            last: self.pieces.len(),
+        };
+        splice::insert(&mut self.splices, splice);
+    }
+
+    /// A part taken into an object that stays in key order: its members go where the
+    /// object's `}` is about to be written, after a comma (`stream/split.rs`).
+    pub(super) fn insert_part(&mut self) {
+        let from = self.pieces.len();
+        self.pieces.push(Piece {
+            start: IN_PART,
+            end: IN_PART | self.part_buf.len(),
+            comma: true,
+        });
+        let at = self.buf.len();
+        self.splices.push(Splice {
+            start: at,
+            end: at,
+            first: from,
+            last: self.pieces.len(),
+        });
+    }
+
     /// The outermost open object closes, large: instead of moving its members within `buf`,
     /// hands everything before them, then each member of `members[first..]`
     /// in `order`, to the writer, and empties `buf`.
     pub(super) fn write_in_order<W: io::Write>(&mut self, start: usize, first: usize, out: &mut W) {
-        emit(&mut self.io_error, &self.buf[..start], out);
-        let members = &self.members[first..];
-        for (k, &i) in self.order.iter().enumerate() {
+        self.emit_range(0, start, out);
+        for k in 0..self.order.len() {
             if k > 0 {
                 emit(&mut self.io_error, b",", out);
             }
-            let m = &members[i as usize];
-            emit(&mut self.io_error, &self.buf[m.text_start..m.text_end], out);
+            let m = self.members[first + self.order[k] as usize];
+            self.emit_range(m.text_start, m.text_end, out);
         }
-        self.buf.clear();
+        self.clear_buf();
     }
 }

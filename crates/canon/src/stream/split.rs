@@ -35,6 +35,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 
+use super::order::MOVED_MAX;
+use super::splice::{Piece, Splice, IN_PART};
 use super::{
     beyond_the_writers_depth, early::NoRestart, Canon, CanonError, EarlyWrite, Frame, Member, Obj,
     DECODED,
@@ -71,6 +73,7 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
         // A part shorter than this is a record inside the container worth splitting.
         min_part: (text.len() - from) / 4,
         helper_first: false,
+        moved_max: MOVED_MAX,
     };
     canonicalize_split_from(text, options, profile, out, true, plan).map(drop)
 }
@@ -86,6 +89,9 @@ pub struct Plan {
     /// It makes all its guesses before the main reader starts, on the same thread: a run
     /// whose outcome does not depend on how the threads are scheduled (for tests).
     pub helper_first: bool,
+    /// Objects up to this size are put in key order by moving their text, larger ones are
+    /// spliced (`stream/splice.rs`); [`MOVED_MAX`] but in tests, which splice small ones.
+    pub moved_max: usize,
 }
 
 /// The split one pass as [`Plan`] says; returns whether the main reader took a part. For
@@ -120,6 +126,7 @@ pub fn canonicalize_split_from<W: EarlyWrite>(
                 .is_ok()
         };
         let mut c = Canon::new(text, options, profile, early);
+        c.moved_max = plan.moved_max;
         if helping {
             c.main = Some(Main {
                 shared,
@@ -168,8 +175,10 @@ struct Outcome {
 /// pass writes them.
 struct Part {
     object: bool,
-    /// Their canonical text, with the commas between them.
+    /// Their canonical text, with the commas between them, and the splices in it.
     buf: Vec<u8>,
+    splices: Vec<Splice>,
+    pieces: Vec<Piece>,
     /// An object's members (keys, and where each one's text is in `buf`).
     members: Vec<Member>,
     /// The decoded keys that members' keys point into.
@@ -265,6 +274,7 @@ impl Canon<'_> {
             if !self.take_members(&part) {
                 return Ok(false);
             }
+            self.keep_part(part);
             if self.early.on && self.frames.len() == 1 {
                 // The root's members, which the early writes follow one by one: the part's
                 // may hold a smaller key than the guess.
@@ -272,14 +282,13 @@ impl Canon<'_> {
                     self.early_root_member(new, out);
                 }
             }
-            self.p.pos = part.end + 1;
             self.close_object(out)?;
         } else {
-            // The array closes right here, so its element index is not needed again.
-            self.buf.push(b',');
-            self.buf.extend_from_slice(&part.buf);
-            self.p.pos = part.end + 1;
+            // The array closes right here, so its element index is not needed again: the
+            // part's elements go after a comma, before its `]`.
+            self.keep_part(part);
             self.frames.pop();
+            self.insert_part();
             self.buf.push(b']');
         }
         if let Some(main) = &mut self.main {
@@ -289,18 +298,15 @@ impl Canon<'_> {
     }
 
     /// Appends a part's members to the innermost object's, which is then in order if both
-    /// sides are and the seam is; `false` (and everything as it was) if they cannot be.
+    /// sides are and the seam is; `false` (and everything as it was) if they cannot be. Their
+    /// text stays in the part's buffer ([`Canon::keep_part`]).
     fn take_members(&mut self, part: &Part) -> bool {
-        let (buf_len, members_len, keys_len) =
-            (self.buf.len(), self.members.len(), self.keys.len());
-        self.buf.push(b',');
-        let base = self.buf.len();
-        self.buf.extend_from_slice(&part.buf);
+        let (members_len, keys_len) = (self.members.len(), self.keys.len());
         self.keys.extend_from_slice(&part.keys);
         self.members.extend(part.members.iter().map(|m| {
             let mut m = *m;
-            m.text_start += base;
-            m.text_end += base;
+            m.text_start |= IN_PART;
+            m.text_end |= IN_PART;
             if m.key.start & DECODED != 0 {
                 m.key.start += keys_len;
                 m.key.end += keys_len;
@@ -310,10 +316,31 @@ impl Canon<'_> {
         if self.settle_members(members_len, part) {
             return true;
         }
-        self.buf.truncate(buf_len);
         self.members.truncate(members_len);
         self.keys.truncate(keys_len);
         false
+    }
+
+    /// Keeps a taken part's canonical text where the helper wrote it, with its splices, and
+    /// moves the reading past its closing bracket.
+    fn keep_part(&mut self, part: Part) {
+        let base = self.pieces.len();
+        self.pieces.extend(part.pieces.iter().map(|p| Piece {
+            start: p.start | IN_PART,
+            end: p.end | IN_PART,
+            comma: p.comma,
+        }));
+        self.part_splices = part
+            .splices
+            .iter()
+            .map(|s| Splice {
+                first: s.first + base,
+                last: s.last + base,
+                ..*s
+            })
+            .collect();
+        self.part_buf = part.buf;
+        self.p.pos = part.end + 1;
     }
 
     /// The innermost object's key order with the part's members (from `seam` on) appended;
@@ -364,7 +391,7 @@ fn help(
             return;
         };
         shared.candidate.store(comma, Atomic::Release);
-        let part = read_part(text, options, profile, shared, comma);
+        let part = read_part(text, options, profile, shared, comma, plan.moved_max);
         let (next, part) = match part {
             Some(part) if part.end - comma >= plan.min_part => (None, Some(part)),
             // A short container: the first comma after it is in the one around it.
@@ -390,11 +417,13 @@ fn read_part(
     profile: Profile,
     shared: &Shared,
     comma: usize,
+    moved_max: usize,
 ) -> Option<Part> {
     let object = member_follows(text, comma);
     // Room for the rest of the text, as the main reader has for all of it (pages never
     // written are never resident; growing by doubling would copy the part).
     let mut c = Canon::with_buffer(text, options, profile, false, text.len() - comma);
+    c.moved_max = moved_max;
     c.p.pos = comma + 1;
     c.part = Some(Helper { shared, end: None });
     // Nothing is handed to a writer: it all waits for the main reader.
@@ -432,6 +461,8 @@ fn read_part(
     Some(Part {
         object,
         buf: c.buf,
+        splices: c.splices,
+        pieces: c.pieces,
         members: c.members,
         keys: c.keys,
         sorted,

@@ -1,0 +1,117 @@
+//! Canonical text that is not in `buf` in its final order: a large object's members put in
+//! key order by reference rather than by copy, and the helper's part kept in the buffer it
+//! was written to (`stream/split.rs`).
+//!
+//! Why: a page of memory touched for the first time costs the kernel's fault and zeroing,
+//! about 0.4 ms per MB on the machines we measure, some thirty times a copy between warm
+//! pages. Moving a 4 MB object's members into order through a copy aside touched 4 MB of
+//! fresh pages for the copy, and taking the helper's part by appending it to `buf` touched
+//! the part's size again: together more than the canonical text itself. A splice says
+//! instead "these bytes of `buf`, read as these pieces": the bytes stay where they were
+//! written and go out in order when they are handed to the writer.
+//!
+//! A splice stands for `buf[start..end]` (or, with [`IN_PART`], the part's buffer): an object
+//! its first member to its last, or, with `start == end`, an insertion where a `}` or `]`
+//! follows. Its pieces are ranges of either buffer, each preceded by a comma or not, and may
+//! hold splices of their own (an object inside a member). A range handed over holds a splice
+//! whole or not at all. The one splice that starts where one of its pieces does is the
+//! splice itself (its first member in the text): a splice inside a piece starts after the
+//! piece's first byte (a member's key, or the part's first member or element), so a piece
+//! looks only after its first byte. Splices of one buffer never overlap
+//! but by nesting, and are kept in order of `start` (a splice is made when its object
+//! closes, after those inside it, and goes before them).
+
+use std::io;
+
+use super::emit;
+
+/// Set in an offset that is in the taken part's buffer, not in `buf`.
+pub(super) const IN_PART: usize = 1 << (usize::BITS - 2);
+
+/// A range of one buffer read as a list of pieces (see the module's documentation).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Splice {
+    /// What it stands for, in its buffer (no [`IN_PART`] bit: the list it is in says which).
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// Its pieces: `pieces[first..last]`.
+    pub(super) first: usize,
+    pub(super) last: usize,
+}
+
+/// A range of canonical text (in the part's buffer when its offsets have [`IN_PART`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Piece {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// A comma goes before it.
+    pub(super) comma: bool,
+}
+
+/// Everything splices point into, for handing canonical text to a writer.
+pub(super) struct Rope<'c> {
+    pub(super) buf: &'c [u8],
+    pub(super) part: &'c [u8],
+    pub(super) splices: &'c [Splice],
+    pub(super) part_splices: &'c [Splice],
+    pub(super) pieces: &'c [Piece],
+}
+
+impl Rope<'_> {
+    /// Hands `start..end` (both with [`IN_PART`] or neither) to `out`, each splice in it as
+    /// its pieces.
+    pub(super) fn emit<W: io::Write>(
+        &self,
+        start: usize,
+        end: usize,
+        io_error: &mut Option<io::Error>,
+        out: &mut W,
+    ) {
+        self.emit_from(start, end, true, io_error, out);
+    }
+
+    /// As [`Rope::emit`]; a splice at `start` is in the range if `at_start` (else the range
+    /// is that splice's piece).
+    fn emit_from<W: io::Write>(
+        &self,
+        start: usize,
+        end: usize,
+        at_start: bool,
+        io_error: &mut Option<io::Error>,
+        out: &mut W,
+    ) {
+        debug_assert_eq!(start & IN_PART, end & IN_PART);
+        let (bytes, splices) = if start & IN_PART != 0 {
+            (self.part, self.part_splices)
+        } else {
+            (self.buf, self.splices)
+        };
+        let (start, end) = (start & !IN_PART, end & !IN_PART);
+        let mut i = splices.partition_point(|s| s.start < start || (!at_start && s.start == start));
+        let mut at = start;
+        while let Some(s) = splices.get(i).filter(|s| s.start < end) {
+            debug_assert!(s.end <= end, "a range ends inside a splice");
+            emit(io_error, &bytes[at..s.start], out);
+            for piece in &self.pieces[s.first..s.last] {
+                if piece.comma {
+                    emit(io_error, b",", out);
+                }
+                self.emit_from(piece.start, piece.end, false, io_error, out);
+            }
+            at = s.end;
+            // The splices inside this one were handed over with its pieces.
+            i += 1;
+            while splices.get(i).is_some_and(|inner| inner.start < s.end) {
+                i += 1;
+            }
+        }
+        emit(io_error, &bytes[at..end], out);
+    }
+}
+
+/// Puts `splice` among `splices`, which stay in order of `start`: before those inside it
+/// (made earlier, when their objects closed).
+pub(super) fn insert(splices: &mut Vec<Splice>, splice: Splice) {
+    let at = splices.partition_point(|s| s.start < splice.start);
+    splices.insert(at, splice);
+}
