@@ -43,7 +43,7 @@ pub use early::EarlyWrite;
 use early::{Early, NoRestart};
 #[doc(hidden)]
 pub use order::MOVED_MAX;
-use splice::{Piece, Rope, Splice, IN_PART};
+use splice::{is_in_part, PartText, Piece, Rope, Splice};
 pub use split::canonicalize_early_parallel;
 #[doc(hidden)]
 pub use split::{canonicalize_split_from, Plan};
@@ -198,11 +198,10 @@ struct Canon<'a> {
     /// ranges `splices` name go out as their pieces (`stream/splice.rs`).
     buf: Vec<u8>,
     splices: Vec<Splice>,
-    /// The helper's part once taken: its canonical text stays in its own buffer, which
-    /// offsets with `IN_PART` point into, with the splices it made.
-    part_buf: Vec<u8>,
-    part_splices: Vec<Splice>,
-    /// The pieces of both buffers' splices.
+    /// The helper's parts once taken: their canonical text stays in the buffers the helper
+    /// wrote, which offsets made by `splice::in_part` point into.
+    parts: Vec<PartText>,
+    /// The pieces of every buffer's splices.
     pieces: Vec<Piece>,
     /// Decoded keys (those with escapes) of the open objects' members.
     keys: Vec<u8>,
@@ -259,8 +258,7 @@ impl<'a> Canon<'a> {
             allow_nan: profile == Profile::Python,
             buf: Vec::with_capacity(buffer),
             splices: Vec::new(),
-            part_buf: Vec::new(),
-            part_splices: Vec::new(),
+            parts: Vec::new(),
             pieces: Vec::new(),
             keys: Vec::new(),
             members: Vec::new(),
@@ -317,19 +315,18 @@ impl Canon<'_> {
         self.clear_buf();
     }
 
-    /// Hands `start..end` of `buf` (of the part's buffer with `IN_PART`) to `out`, the
+    /// Hands `start..end` of `buf` (or of a part's buffer, by the offsets) to `out`, the
     /// splices in it as their pieces.
     #[inline]
     fn emit_range<W: io::Write>(&mut self, start: usize, end: usize, out: &mut W) {
-        if self.splices.is_empty() && start & IN_PART == 0 {
+        if self.splices.is_empty() && !is_in_part(start) {
             emit(&mut self.io_error, &self.buf[start..end], out);
             return;
         }
         let rope = Rope {
             buf: &self.buf,
-            part: &self.part_buf,
             splices: &self.splices,
-            part_splices: &self.part_splices,
+            parts: &self.parts,
             pieces: &self.pieces,
         };
         rope.emit(start, end, &mut self.io_error, out);
@@ -340,8 +337,7 @@ impl Canon<'_> {
         self.buf.clear();
         self.splices.clear();
         self.pieces.clear();
-        self.part_splices.clear();
-        self.part_buf = Vec::new();
+        self.parts.clear();
     }
 
     /// As the parser's `parse_value`, writing instead of building.
@@ -633,10 +629,10 @@ impl Canon<'_> {
             return Ok(());
         };
         self.open_objects -= 1;
-        // The helper's part was taken into this object: its members come last.
+        // A part of the helper's was taken into this object: its members come last.
         let with_part = self.members[obj.first_member..]
             .last()
-            .is_some_and(|m| m.text_start & IN_PART != 0);
+            .is_some_and(|m| is_in_part(m.text_start));
         let root_done_early =
             self.early.on && self.frames.is_empty() && self.early_close_root(obj.sorted, out);
         if root_done_early {

@@ -837,7 +837,7 @@ fn split_pass(
     early: bool,
     from: usize,
     helper_first: bool,
-) -> (Result<Vec<u8>, String>, bool) {
+) -> (Result<Vec<u8>, String>, usize) {
     let mut out = Recording::default();
     // Objects put in order by moving their text, by splicing it, or by either as large
     // as they are (`stream/splice.rs`), in turn.
@@ -848,7 +848,7 @@ fn split_pass(
         moved_max: [MOVED_MAX, 0, 24][from % 3],
     };
     let result = canonicalize_split_from(text, options, profile, &mut out, early, plan);
-    let taken = *result.as_ref().unwrap_or(&false);
+    let taken = *result.as_ref().unwrap_or(&0);
     (outcome(result.map(drop), out.bytes), taken)
 }
 
@@ -866,7 +866,7 @@ fn split_anywhere_equals_parse_then_write() {
             }
         }
     }
-    let (mut runs, mut taken) = (0usize, 0usize);
+    let (mut runs, mut taken, mut several) = (0usize, 0usize, 0usize);
     for k in 0..600 {
         let mut text = String::new();
         gen(&mut rng, 0, &mut text);
@@ -899,7 +899,8 @@ fn split_anywhere_equals_parse_then_write() {
                 );
                 if helper_first {
                     runs += 1;
-                    taken += usize::from(was_taken);
+                    taken += was_taken;
+                    several += usize::from(was_taken > 1);
                 }
             }
         }
@@ -909,6 +910,12 @@ fn split_anywhere_equals_parse_then_write() {
     // comma take none). The runs are deterministic (the helper guesses first), so this count
     // is too.
     assert!(taken > 1500, "{taken} parts taken in {runs} runs");
+    // The helper goes on after a part, into the container around it: the main reader
+    // takes several parts in many runs.
+    assert!(
+        several > 300,
+        "several parts taken in {several} of {runs} runs"
+    );
 }
 
 /// Large documents split as `canonicalize_early_parallel` splits them (from the middle, a
@@ -956,18 +963,28 @@ fn large_documents_split_in_the_middle() {
     let deep_in_part = map(&in_order).replacen("}},\"seed\"", ",\"z\":[[[1]]]}},\"seed\"", 1);
     let records: Vec<String> = (0..n).map(record).collect();
     let numbers: Vec<String> = (0..100_000).map(|i| format!("{i}.5")).collect();
+    // How many parts the helper's reading gives when it guesses first: one for the
+    // container around the middle, one more for each container around that one whose rest
+    // is long enough, none where the seam breaks.
+    let two_lists = format!(
+        "{{\"numbers\":[{}],\"rows\":[{}]}}",
+        numbers.join(","),
+        records[..n / 4].join(",")
+    );
     let cases = [
-        (map(&in_order), true),
-        (map(&reversed), true),
-        (map(&repeated), false),
-        (map(&reversed_repeated), false),
-        (root_map(&in_order), true),
-        (root_map(&reversed), true),
-        (format!("{{\"rows\":[{}]}}", records.join(",")), true),
-        (format!("[{}]", numbers.join(",")), true),
-        (format!("[{},NaN,0]", numbers.join(",")), false),
-        (format!("[{},[1,]]", numbers.join(",")), false),
-        (deep_in_part, true),
+        (map(&in_order), 1),
+        (map(&reversed), 1),
+        (map(&repeated), 0),
+        (map(&reversed_repeated), 0),
+        (root_map(&in_order), 1),
+        (root_map(&reversed), 1),
+        (format!("{{\"rows\":[{}]}}", records.join(",")), 1),
+        (format!("[{}]", numbers.join(",")), 1),
+        (format!("[{},NaN,0]", numbers.join(",")), 0),
+        (format!("[{},[1,]]", numbers.join(",")), 0),
+        (deep_in_part, 1),
+        // The rest of the numbers, then the rows.
+        (two_lists, 2),
     ];
     for (case, (text, splits)) in cases.into_iter().enumerate() {
         let from = text.len() / 2;
@@ -998,7 +1015,7 @@ fn large_documents_split_in_the_middle() {
                     early,
                     plan,
                 );
-                let taken = *result.as_ref().unwrap_or(&false);
+                let taken = *result.as_ref().unwrap_or(&0);
                 let got = outcome(result.map(drop), out.bytes);
                 let head = String::from_utf8_lossy(&text.as_bytes()[..60]);
                 assert_eq!(

@@ -19,10 +19,10 @@ use sha2::{Digest, Sha256};
 /// Bytes handed to the hashing thread at a time. Small enough that the pieces in flight
 /// (at most `QUEUED` + 2) stay in the allocator's reused heap: a fresh page costs more than
 /// hashing it (`stream/splice.rs` in lockstep_canon says how much).
-pub const PIECE: usize = 16 * 1024;
+pub const PIECE: usize = 64 * 1024;
 
 /// Pieces that may wait for the hashing thread; beyond them a write waits.
-const QUEUED: usize = 6;
+const QUEUED: usize = 4;
 
 enum Message {
     Bytes(Vec<u8>),

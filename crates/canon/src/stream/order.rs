@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::io;
 
-use super::splice::{self, Piece, Splice, IN_PART};
+use super::splice::{self, in_part, Piece, Splice};
 use super::{emit, Canon};
 
 /// An object whose canonical text is at most this long is put in order through one copy of
@@ -142,13 +142,18 @@ impl Canon<'_> {
         splice::insert(&mut self.splices, splice);
     }
 
-    /// A part taken into an object that stays in key order: its members go where the
-    /// object's `}` is about to be written, after a comma (`stream/split.rs`).
+    /// The part just taken, into an object that stays in key order or into an array: its
+    /// members or elements go where the `}` or `]` is about to be written, after a comma
+    /// (`stream/split.rs`).
     pub(super) fn insert_part(&mut self) {
         let from = self.pieces.len();
+        let (k, len) = (
+            self.parts.len(),
+            self.parts.last().map_or(0, |p| p.buf.len()),
+        );
         self.pieces.push(Piece {
-            start: IN_PART,
-            end: IN_PART | self.part_buf.len(),
+            start: in_part(k, 0),
+            end: in_part(k, len),
             comma: true,
         });
         let at = self.buf.len();

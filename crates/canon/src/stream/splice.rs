@@ -1,6 +1,6 @@
 //! Canonical text that is not in `buf` in its final order: a large object's members put in
-//! key order by reference rather than by copy, and the helper's part kept in the buffer it
-//! was written to (`stream/split.rs`).
+//! key order by reference rather than by copy, and the helper's parts kept in the buffers
+//! they were written to (`stream/split.rs`).
 //!
 //! Why: a page of memory touched for the first time costs the kernel's fault and zeroing,
 //! about 0.4 ms per MB on the machines we measure, some thirty times a copy between warm
@@ -10,13 +10,14 @@
 //! instead "these bytes of `buf`, read as these pieces": the bytes stay where they were
 //! written and go out in order when they are handed to the writer.
 //!
-//! A splice stands for `buf[start..end]` (or, with [`IN_PART`], the part's buffer): an object
+//! An offset says which buffer it is in: `buf`, or the `k`th part taken ([`in_part`]). A
+//! splice stands for `start..end` of one buffer: an object
 //! its first member to its last, or, with `start == end`, an insertion where a `}` or `]`
 //! follows. Its pieces are ranges of either buffer, each preceded by a comma or not, and may
 //! hold splices of their own (an object inside a member). A range handed over holds a splice
 //! whole or not at all. The one splice that starts where one of its pieces does is the
 //! splice itself (its first member in the text): a splice inside a piece starts after the
-//! piece's first byte (a member's key, or the part's first member or element), so a piece
+//! piece's first byte (a member's key, or a part's first member or element), so a piece
 //! looks only after its first byte. Splices of one buffer never overlap
 //! but by nesting, and are kept in order of `start` (a splice is made when its object
 //! closes, after those inside it, and goes before them).
@@ -25,13 +26,27 @@ use std::io;
 
 use super::emit;
 
-/// Set in an offset that is in the taken part's buffer, not in `buf`.
-pub(super) const IN_PART: usize = 1 << (usize::BITS - 2);
+/// Where an offset's buffer is said: the bits from here up (0: `buf`).
+const SOURCE_SHIFT: u32 = 48;
+const POSITION: usize = (1 << SOURCE_SHIFT) - 1;
+
+/// `at` in the buffer of the `k`th part taken (from 1).
+#[inline]
+pub(super) fn in_part(k: usize, at: usize) -> usize {
+    debug_assert!(at <= POSITION && k < 1 << (usize::BITS - SOURCE_SHIFT));
+    k << SOURCE_SHIFT | at
+}
+
+/// Whether an offset is in a part's buffer rather than in `buf`.
+#[inline]
+pub(super) fn is_in_part(at: usize) -> bool {
+    at > POSITION
+}
 
 /// A range of one buffer read as a list of pieces (see the module's documentation).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Splice {
-    /// What it stands for, in its buffer (no [`IN_PART`] bit: the list it is in says which).
+    /// What it stands for, in its buffer (a position only: the list it is in says which).
     pub(super) start: usize,
     pub(super) end: usize,
     /// Its pieces: `pieces[first..last]`.
@@ -39,7 +54,7 @@ pub(super) struct Splice {
     pub(super) last: usize,
 }
 
-/// A range of canonical text (in the part's buffer when its offsets have [`IN_PART`]).
+/// A range of canonical text, in the buffer its offsets say.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Piece {
     pub(super) start: usize,
@@ -48,18 +63,23 @@ pub(super) struct Piece {
     pub(super) comma: bool,
 }
 
+/// A part's canonical text where the helper wrote it, with the splices in it.
+pub(super) struct PartText {
+    pub(super) buf: Vec<u8>,
+    pub(super) splices: Vec<Splice>,
+}
+
 /// Everything splices point into, for handing canonical text to a writer.
 pub(super) struct Rope<'c> {
     pub(super) buf: &'c [u8],
-    pub(super) part: &'c [u8],
     pub(super) splices: &'c [Splice],
-    pub(super) part_splices: &'c [Splice],
+    pub(super) parts: &'c [PartText],
     pub(super) pieces: &'c [Piece],
 }
 
 impl Rope<'_> {
-    /// Hands `start..end` (both with [`IN_PART`] or neither) to `out`, each splice in it as
-    /// its pieces.
+    /// Hands `start..end` (two offsets in one buffer) to `out`, each splice in it as its
+    /// pieces.
     pub(super) fn emit<W: io::Write>(
         &self,
         start: usize,
@@ -80,13 +100,12 @@ impl Rope<'_> {
         io_error: &mut Option<io::Error>,
         out: &mut W,
     ) {
-        debug_assert_eq!(start & IN_PART, end & IN_PART);
-        let (bytes, splices) = if start & IN_PART != 0 {
-            (self.part, self.part_splices)
-        } else {
-            (self.buf, self.splices)
+        debug_assert_eq!(start >> SOURCE_SHIFT, end >> SOURCE_SHIFT);
+        let (bytes, splices) = match (start >> SOURCE_SHIFT).checked_sub(1) {
+            None => (self.buf, self.splices),
+            Some(k) => (&self.parts[k].buf[..], &self.parts[k].splices[..]),
         };
-        let (start, end) = (start & !IN_PART, end & !IN_PART);
+        let (start, end) = (start & POSITION, end & POSITION);
         let mut i = splices.partition_point(|s| s.start < start || (!at_start && s.start == start));
         let mut at = start;
         while let Some(s) = splices.get(i).filter(|s| s.start < end) {

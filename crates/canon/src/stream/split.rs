@@ -1,6 +1,6 @@
 //! The one pass on two threads: a helper reads the second half of a large text while the
-//! main reader reads the first, and the main reader takes the helper's canonical text when
-//! it arrives where the helper started.
+//! main reader reads the first, and the main reader takes the helper's canonical text, part
+//! by part, when it arrives where each part starts.
 //!
 //! Why: on a machine with a second core, reading the text is the whole cost of a
 //! fingerprint once SHA-256 runs beside it (`lockstep::background_hash`), and halving it is
@@ -11,10 +11,14 @@
 //! follow it) or two elements of an array (anything else follows). It publishes that comma
 //! as its candidate, and reads on from it as the one pass would read inside that container,
 //! until the container's closing bracket: that is a part (its members' or elements'
-//! canonical text, its keys, whether they came in order, how deep it went). A part that
-//! ends soon (a short record) is dropped and the helper climbs: the first comma after it
-//! is in the container around it. A guess that meets an error (the comma was inside a
-//! string, say) is dropped too, and the helper tries the next comma.
+//! canonical text, its keys, whether they came in order, how deep it went). Then it climbs:
+//! the first comma after that container is in the container around it, where it guesses
+//! again, and so on to the end of the text, so that the helper reads all of the second half
+//! however the containers nest (a part that ends soon, a short record, is dropped: the main
+//! reader reads it, which costs less than taking it). A guess that meets an error (the comma
+//! was inside a string, say) is dropped too, and the helper tries the next comma. The main
+//! reader takes the parts in order: each time it finishes a container a part ended in, the
+//! next part starts at the next comma.
 //!
 //! Why the bytes cannot move: the main reader takes a part only where it stands at that
 //! very comma after a complete member or element of a container of the guessed kind, so the
@@ -27,8 +31,9 @@
 //! a part taken into the root object of [`canonicalize_early`](crate::canonicalize_early)
 //! are shown to the early writes one by one, as if read.
 //!
-//! The cost is the part's canonical text held until it is taken, so a text is split only up
-//! to `SPLIT_MAX` bytes.
+//! The cost is the parts' canonical text held until it is taken, so a text is split only up
+//! to `SPLIT_MAX` bytes. A part taken stays in the buffer the helper wrote it to
+//! (`stream/splice.rs`).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
@@ -36,7 +41,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 
 use super::order::MOVED_MAX;
-use super::splice::{Piece, Splice, IN_PART};
+use super::splice::{in_part, PartText, Piece, Splice};
 use super::{
     beyond_the_writers_depth, early::NoRestart, Canon, CanonError, EarlyWrite, Frame, Member, Obj,
     DECODED,
@@ -51,8 +56,11 @@ const SPLIT_MIN: usize = 1 << 20;
 /// it is taken, which would add half the text's size to the one pass's memory.
 const SPLIT_MAX: usize = 64 << 20;
 
-/// How many guesses the helper makes before it gives up.
-const GUESSES: usize = 64;
+/// How many guesses the helper makes (parts taken, and guesses that failed) before it stops.
+const GUESSES: usize = 256;
+
+/// Parts shorter than this are read by the main reader: taking one costs more.
+const MIN_PART: usize = 16 * 1024;
 
 /// As [`canonicalize_early`](crate::canonicalize_early), with a helper thread reading the
 /// second half of a text of 1 MiB to 64 MiB: the same bytes, the same errors, and the same
@@ -67,11 +75,9 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
     if !(SPLIT_MIN..=SPLIT_MAX).contains(&text.len()) {
         return super::canonicalize_early(text, options, profile, out);
     }
-    let from = text.len() / 2;
     let plan = Plan {
-        from,
-        // A part shorter than this is a record inside the container worth splitting.
-        min_part: (text.len() - from) / 4,
+        from: text.len() / 2,
+        min_part: MIN_PART,
         helper_first: false,
         moved_max: MOVED_MAX,
     };
@@ -84,7 +90,7 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
 pub struct Plan {
     /// Its first guess is at the first comma from here.
     pub from: usize,
-    /// It takes a part of at least this many bytes of text.
+    /// Its parts are at least this many bytes of text (shorter ones are dropped).
     pub min_part: usize,
     /// It makes all its guesses before the main reader starts, on the same thread: a run
     /// whose outcome does not depend on how the threads are scheduled (for tests).
@@ -94,7 +100,7 @@ pub struct Plan {
     pub moved_max: usize,
 }
 
-/// The split one pass as [`Plan`] says; returns whether the main reader took a part. For
+/// The split one pass as [`Plan`] says; returns how many parts the main reader took. For
 /// tests, which split every document at every place.
 #[doc(hidden)]
 pub fn canonicalize_split_from<W: EarlyWrite>(
@@ -104,12 +110,12 @@ pub fn canonicalize_split_from<W: EarlyWrite>(
     out: &mut W,
     early: bool,
     plan: Plan,
-) -> Result<bool, CanonError> {
+) -> Result<usize, CanonError> {
     if let Some(result) = beyond_the_writers_depth(text, options, profile, out) {
-        return result.map(|()| false);
+        return result.map(|()| 0);
     }
     let shared = Shared {
-        candidate: AtomicUsize::new(usize::MAX),
+        candidates: (0..GUESSES).map(|_| AtomicUsize::new(usize::MAX)).collect(),
         cancel: AtomicBool::new(false),
     };
     let (send, outcomes) = mpsc::channel();
@@ -131,21 +137,23 @@ pub fn canonicalize_split_from<W: EarlyWrite>(
             c.main = Some(Main {
                 shared,
                 outcomes,
-                taken: false,
+                next: 0,
+                taken: 0,
             });
         }
         let result = c.finish(out);
         // The helper may still be guessing: it stops at its next comma.
         shared.cancel.store(true, Atomic::Relaxed);
-        let taken = c.main.as_ref().is_some_and(|m| m.taken);
+        let taken = c.main.as_ref().map_or(0, |m| m.taken);
         result.map(|()| taken)
     })
 }
 
 /// What the two threads share.
 struct Shared {
-    /// The comma the helper's current guess starts after (`usize::MAX`: none yet).
-    candidate: AtomicUsize,
+    /// The commas the helper's guesses start after, in the order it made them (each one
+    /// after the last): `usize::MAX` for a guess not made yet.
+    candidates: Box<[AtomicUsize]>,
     /// The main reader no longer needs the helper.
     cancel: AtomicBool,
 }
@@ -155,7 +163,10 @@ pub(super) struct Main<'a> {
     shared: &'a Shared,
     /// One per candidate the helper published, in that order.
     outcomes: Receiver<Outcome>,
-    taken: bool,
+    /// The first candidate not passed yet.
+    next: usize,
+    /// Parts taken.
+    taken: usize,
 }
 
 /// The helper's side, in its [`Canon`].
@@ -200,9 +211,19 @@ impl Canon<'_> {
         &mut self,
         out: &mut W,
     ) -> Result<bool, ParseError> {
-        if let Some(main) = &self.main {
-            if main.shared.candidate.load(Atomic::Acquire) == self.p.pos {
-                return self.take_part(out);
+        if let Some(main) = &mut self.main {
+            let pos = self.p.pos;
+            // Candidates come in order: those behind this comma were passed (they were not
+            // where a member or element ends, or came too late).
+            while let Some(candidate) = main.shared.candidates.get(main.next) {
+                let candidate = candidate.load(Atomic::Acquire);
+                if candidate > pos {
+                    break;
+                }
+                main.next += 1;
+                if candidate == pos {
+                    return self.take_part(out);
+                }
             }
         } else if self.part.is_some() {
             self.helper_comma()?;
@@ -269,12 +290,14 @@ impl Canon<'_> {
         if part.object != object || too_deep {
             return Ok(false);
         }
+        // The part's buffer is the next source of canonical text (`stream/splice.rs`).
+        let source = self.parts.len() + 1;
         if object {
             let seam = self.members.len();
-            if !self.take_members(&part) {
+            if !self.take_members(&part, source) {
                 return Ok(false);
             }
-            self.keep_part(part);
+            self.keep_part(part, source);
             if self.early.on && self.frames.len() == 1 {
                 // The root's members, which the early writes follow one by one: the part's
                 // may hold a smaller key than the guess.
@@ -286,27 +309,27 @@ impl Canon<'_> {
         } else {
             // The array closes right here, so its element index is not needed again: the
             // part's elements go after a comma, before its `]`.
-            self.keep_part(part);
+            self.keep_part(part, source);
             self.frames.pop();
             self.insert_part();
             self.buf.push(b']');
         }
         if let Some(main) = &mut self.main {
-            main.taken = true;
+            main.taken += 1;
         }
         Ok(true)
     }
 
     /// Appends a part's members to the innermost object's, which is then in order if both
     /// sides are and the seam is; `false` (and everything as it was) if they cannot be. Their
-    /// text stays in the part's buffer ([`Canon::keep_part`]).
-    fn take_members(&mut self, part: &Part) -> bool {
+    /// text stays in the part's buffer, `source` ([`Canon::keep_part`]).
+    fn take_members(&mut self, part: &Part, source: usize) -> bool {
         let (members_len, keys_len) = (self.members.len(), self.keys.len());
         self.keys.extend_from_slice(&part.keys);
         self.members.extend(part.members.iter().map(|m| {
             let mut m = *m;
-            m.text_start |= IN_PART;
-            m.text_end |= IN_PART;
+            m.text_start = in_part(source, m.text_start);
+            m.text_end = in_part(source, m.text_end);
             if m.key.start & DECODED != 0 {
                 m.key.start += keys_len;
                 m.key.end += keys_len;
@@ -321,16 +344,17 @@ impl Canon<'_> {
         false
     }
 
-    /// Keeps a taken part's canonical text where the helper wrote it, with its splices, and
-    /// moves the reading past its closing bracket.
-    fn keep_part(&mut self, part: Part) {
+    /// Keeps a taken part's canonical text where the helper wrote it, as `source`, with its
+    /// splices, and moves the reading past its closing bracket.
+    fn keep_part(&mut self, part: Part, source: usize) {
+        debug_assert_eq!(source, self.parts.len() + 1);
         let base = self.pieces.len();
         self.pieces.extend(part.pieces.iter().map(|p| Piece {
-            start: p.start | IN_PART,
-            end: p.end | IN_PART,
+            start: in_part(source, p.start),
+            end: in_part(source, p.end),
             comma: p.comma,
         }));
-        self.part_splices = part
+        let splices = part
             .splices
             .iter()
             .map(|s| Splice {
@@ -339,7 +363,10 @@ impl Canon<'_> {
                 ..*s
             })
             .collect();
-        self.part_buf = part.buf;
+        self.parts.push(PartText {
+            buf: part.buf,
+            splices,
+        });
         self.p.pos = part.end + 1;
     }
 
@@ -379,7 +406,7 @@ fn help(
     plan: Plan,
 ) {
     let mut at = plan.from;
-    for _ in 0..GUESSES {
+    for slot in &shared.candidates[..] {
         if shared.cancel.load(Atomic::Relaxed) {
             return;
         }
@@ -390,21 +417,20 @@ fn help(
         else {
             return;
         };
-        shared.candidate.store(comma, Atomic::Release);
+        slot.store(comma, Atomic::Release);
         let part = read_part(text, options, profile, shared, comma, plan.moved_max);
+        // After a container, the first comma is in the one around it: the helper goes on
+        // there, so that it reads to the end of the text while the main reader reads to
+        // its first candidate.
         let (next, part) = match part {
-            Some(part) if part.end - comma >= plan.min_part => (None, Some(part)),
-            // A short container: the first comma after it is in the one around it.
-            Some(part) => (Some(part.end + 1), None),
-            None => (Some(comma + 1), None),
+            Some(part) if part.end - comma >= plan.min_part => (part.end + 1, Some(part)),
+            Some(part) => (part.end + 1, None),
+            None => (comma + 1, None),
         };
         if outcomes.send(Outcome { comma, part }).is_err() {
             return;
         }
-        match next {
-            Some(next) => at = next,
-            None => return,
-        }
+        at = next;
     }
 }
 
