@@ -265,7 +265,18 @@ fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usi
             while i < bytes.len() && PYTHON_PLAIN[bytes[i] as usize] {
                 i += 1;
             }
-            out.extend_from_slice(&bytes[start..i]);
+            // Most runs between escaped chars are a few bytes: one fixed-size move (the
+            // bytes beyond the run cut off again) instead of a call to copy them.
+            match bytes.get(start..start + 16) {
+                Some(chunk) if i - start <= 16 => {
+                    let len = out.len();
+                    let mut word = [0u8; 16];
+                    word.copy_from_slice(chunk);
+                    out.extend_from_slice(&word);
+                    out.truncate(len + i - start);
+                }
+                _ => out.extend_from_slice(&bytes[start..i]),
+            }
             continue;
         }
         // Room for the longest thing one step writes (a surrogate pair's two escapes).
