@@ -56,7 +56,7 @@ impl HostSets {
     }
 }
 
-/// The sets that depend on the hosts' services, over every slot (active or not): they change
+/// The sets that depend on the hosts' services, over the active slots: they change
 /// only when a service does (a patch, a decoy, an arriving host), so a caller that knows when
 /// that happens ([`super::step_with_sets`] says) keeps them and skips a pointer chase per host
 /// per step ([`host_sets_with`]).
@@ -69,7 +69,10 @@ pub struct ServiceSets {
 
 pub fn service_sets(state: &State) -> ServiceSets {
     let mut s = ServiceSets::default();
-    for (i, h) in state.hosts.iter().enumerate() {
+    // Only active slots: every use of the sets takes them with the active set (an inactive
+    // slot's services would not count), and inactive padding has none.
+    for i in topology::slots(state.hosts.active()) {
+        let h = &state.hosts[i];
         let b = 1u128 << i;
         for svc in &h.services {
             let ex = topology::SERVICES[svc.kind as usize].exploit;
@@ -94,18 +97,29 @@ pub fn host_sets(state: &State) -> HostSets {
 /// [`host_sets`] from the state's [`service_sets`]. Every sub-env of a batch computes this
 /// each step, so the slots are taken 64 at a time with 64-bit sets (a 128-bit set costs two
 /// operations per update and its shift a branch); a test compares with the 128-bit loop.
+///
+/// The subnet and active sets come from [`topology::Hosts`]' kept sets, and only the active
+/// slots' records are read (inactive padding sets no other flag).
 pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
-    let mut s = HostSets::default();
-    for (half, hosts) in state.hosts.chunks(64).enumerate().take(2) {
+    let mut s = HostSets {
+        active: state.hosts.active(),
+        subnet: *state.hosts.subnets(),
+        ..HostSets::default()
+    };
+    for half in 0..2 {
         let at = 64 * half;
-        let h = half_sets(hosts, state.comm.get(at..).unwrap_or(&[]));
+        let active = (s.active >> at) as u64;
+        if active == 0 {
+            continue;
+        }
+        let h = half_sets(
+            &state.hosts[at..],
+            active,
+            state.comm.get(at..).unwrap_or(&[]),
+        );
         let put = |set: &mut u128, v: u64| *set |= u128::from(v) << at;
-        put(&mut s.active, h.active);
         put(&mut s.up, h.up);
         put(&mut s.blocked, h.blocked);
-        for (set, v) in s.subnet.iter_mut().zip(h.subnet) {
-            put(set, v);
-        }
         put(&mut s.discovered, h.discovered);
         put(&mut s.scanned, h.scanned);
         put(&mut s.user, h.user);
@@ -144,10 +158,8 @@ pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
 /// The per-host sets of up to 64 slots (`comm`: the blue channel from the first of them on).
 #[derive(Default)]
 struct Half {
-    active: u64,
     up: u64,
     blocked: u64,
-    subnet: [u64; 6],
     discovered: u64,
     scanned: u64,
     user: u64,
@@ -167,17 +179,16 @@ struct Half {
     comm: u64,
 }
 
-fn half_sets(hosts: &[Host], comm: &[f32]) -> Half {
+/// `active`: the active slots among `hosts[..64]`, the only records read.
+fn half_sets(hosts: &[Host], mut active: u64, comm: &[f32]) -> Half {
     let mut s = Half::default();
-    for (i, h) in hosts.iter().enumerate() {
+    while active != 0 {
+        let i = active.trailing_zeros() as usize;
+        active &= active - 1;
+        let h = &hosts[i];
         let b = 1u64 << i;
-        s.subnet[h.subnet as usize] |= b;
-        if !h.active {
-            continue;
-        }
         // Branch-free accumulation: each flag contributes `b` or 0.
         let m = |c: bool| b & (c as u64).wrapping_neg();
-        s.active |= b;
         s.up |= m(h.online && !h.isolated && !h.restoring);
         s.blocked |= m(h.blocked);
         s.discovered |= m(h.discovered);

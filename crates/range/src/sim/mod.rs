@@ -51,7 +51,7 @@ pub fn reset(seed: u64, params: &Params) -> State {
         tick: 0,
         steps: 0,
         has_ot,
-        hosts,
+        hosts: topology::Hosts::new(hosts),
         agents: vec![agent; N_AGENTS],
         in_flight: Vec::with_capacity(8),
         next_seq: 0,

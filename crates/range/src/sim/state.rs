@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::physics::Physics;
 use crate::rng::Rng;
 use crate::siem::Siem;
-use crate::topology::{Host, CORPORATE, DMZ, GUEST, OT, SECURE};
+use crate::topology::{Hosts, CORPORATE, DMZ, GUEST, OT, SECURE};
 use crate::N_AGENTS;
 
 /// Subnets each blue agent defends (bit per subnet): blue_dmz DMZ + Guest, blue_internal
@@ -143,7 +143,7 @@ pub struct State {
     pub tick: u64,
     pub steps: u64,
     pub has_ot: bool,
-    pub hosts: Vec<Host>,
+    pub hosts: Hosts,
     pub agents: Vec<AgentState>,
     pub in_flight: Vec<InFlight>,
     pub next_seq: u64,

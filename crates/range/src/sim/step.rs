@@ -3,6 +3,7 @@
 
 use crate::actions::*;
 use crate::params::Params;
+use crate::topology;
 use crate::{N_AGENTS, N_TYPES, RED};
 
 use super::events::Events;
@@ -158,8 +159,9 @@ pub(super) fn tick(state: &mut State, params: &Params, ev: &mut Events) {
     // Persistence, uptime.
     let mut up = 0u32;
     let mut total = 0u32;
-    for h in &state.hosts {
-        if !h.active || h.decoy {
+    for i in topology::slots(state.hosts.active()) {
+        let h = &state.hosts[i];
+        if h.decoy {
             continue;
         }
         total += 1;
@@ -218,5 +220,39 @@ mod tests {
             }
         }
         assert!(changes > 50, "services changed only {changes} times");
+    }
+
+    /// The host slots' kept sets (active, per subnet) equal the records' after every step, in
+    /// every scenario and preset, over episodes where hosts arrive, decoys are deployed and
+    /// hosts move subnets.
+    #[test]
+    fn kept_host_slot_sets_equal_the_records() {
+        let mut changes = 0;
+        for scenario in SCENARIOS {
+            for preset in PRESETS {
+                let params = Params::new(scenario).with_preset(preset).unwrap();
+                for seed in 0..4 {
+                    let mut state = crate::sim::reset(seed, &params);
+                    assert!(state.hosts.sets_consistent());
+                    let mut sampler = ActionSampler::new(seed);
+                    let mut mask = vec![0i8; params.mask_len()];
+                    for _ in 0..400 {
+                        if state.done() {
+                            break;
+                        }
+                        let joint = sampler.joint(&state, &params, &mut mask);
+                        let before = (state.hosts.active(), *state.hosts.subnets());
+                        step(&mut state, &joint, &params);
+                        changes +=
+                            usize::from(before != (state.hosts.active(), *state.hosts.subnets()));
+                        assert!(
+                            state.hosts.sets_consistent(),
+                            "{scenario:?} {preset} seed {seed}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(changes > 50, "slot sets changed only {changes} times");
     }
 }
