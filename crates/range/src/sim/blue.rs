@@ -40,6 +40,7 @@ pub(super) fn complete_blue(
     if is_decoy_deploy(kind) {
         if !state.hosts[target].active {
             ev.services_changed = true;
+            ev.services_slots |= 1 << target;
             deploy_decoy(state, params, agent, kind, target);
         }
         return;
@@ -130,6 +131,7 @@ pub(super) fn complete_blue(
         B_MISINFORM => state.hosts[target].misinformed = true,
         B_PATCH => {
             ev.services_changed = true;
+            ev.services_slots |= 1 << target;
             let h = &mut state.hosts[target];
             if let Some(s) = h
                 .services

@@ -5,9 +5,10 @@ use crate::topology::{self, CORPORATE, DMZ, GUEST};
 
 use super::state::State;
 
-/// DHCP, churn, migration and arrivals for one tick. True when a host arrived (new services).
-pub(super) fn churn(state: &mut State, params: &Params) -> bool {
-    let mut arrived = false;
+/// DHCP, churn, migration and arrivals for one tick. The slot of a host that arrived (new
+/// services), if one did.
+pub(super) fn churn(state: &mut State, params: &Params) -> Option<usize> {
+    let mut arrived = None;
     let now = state.tick;
     if params.dhcp_interval > 0 && now.is_multiple_of(params.dhcp_interval) {
         // Readdressing keeps a Guest host in Guest, so the set taken first is the loop's.
@@ -59,7 +60,7 @@ pub(super) fn churn(state: &mut State, params: &Params) -> bool {
                     &mut state.rng.churn,
                 ) {
                     state.hosts.put(slot, h);
-                    arrived = true;
+                    arrived = Some(slot);
                 }
             }
         }

@@ -90,6 +90,34 @@ pub fn service_sets(state: &State) -> ServiceSets {
     s
 }
 
+impl ServiceSets {
+    /// Recomputes the bits of `slots` from their hosts (the others are left as they are):
+    /// equal to [`service_sets`] when only these slots' services (or activity) changed.
+    pub fn update_slots(&mut self, state: &State, slots: u128) {
+        let keep = !slots;
+        for set in self.exploit_svc.iter_mut() {
+            *set &= keep;
+        }
+        self.smb &= keep;
+        self.unpatched &= keep;
+        for i in topology::slots(slots & state.hosts.active()) {
+            let b = 1u128 << i;
+            for svc in &state.hosts[i].services {
+                let ex = topology::SERVICES[svc.kind as usize].exploit;
+                if ex < 4 {
+                    self.exploit_svc[ex] |= b;
+                }
+                if svc.kind == 0 {
+                    self.smb |= b;
+                }
+                if !svc.patched {
+                    self.unpatched |= b;
+                }
+            }
+        }
+    }
+}
+
 pub fn host_sets(state: &State) -> HostSets {
     host_sets_with(state, &service_sets(state))
 }

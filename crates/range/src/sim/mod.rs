@@ -22,7 +22,7 @@ mod validity;
 pub use host_sets::{host_sets, host_sets_with, service_sets, HostSets, ServiceSets};
 pub use hypervisor::exploit_probability;
 pub use state::*;
-pub use step::{step, step_with_sets};
+pub use step::{step, step_keeping_sets, step_with_sets};
 pub use validity::{
     adjacency_inputs, adjacency_rows, adjacency_rows_from, all_target_sets, all_target_sets_with,
     can_start, is_valid, is_valid_with, kind_of, target_sets, types_of, write_mask,

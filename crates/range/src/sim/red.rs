@@ -53,8 +53,12 @@ pub(super) fn complete_red(
 ) {
     state.metrics.red_completed += 1;
     let mut sets = [0u128; N_TYPES];
-    match ev.kept_services.as_ref().filter(|_| !ev.services_changed) {
+    match ev.kept_services.as_mut() {
         Some(services) => {
+            // Up to date for the hosts whose services changed so far this step.
+            if ev.services_slots != 0 {
+                services.update_slots(state, ev.services_slots);
+            }
             let hs = host_sets_with(state, services);
             target_sets_with(state, params, &hs, RED, &mut sets);
         }

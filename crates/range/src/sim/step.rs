@@ -32,7 +32,23 @@ pub fn step_with_sets(
     sets: &[[u128; N_TYPES]; N_AGENTS],
     services: &ServiceSets,
 ) -> bool {
-    step_inner(state, actions, params, Some(sets), Some(services))
+    step_inner(state, actions, params, Some(sets), Some(services)) != 0
+}
+
+/// [`step_with_sets`] bringing the caller's kept service sets up to date itself: from the
+/// hosts whose services may have changed only (a patched or arriving host, a decoy), not
+/// every host's.
+pub fn step_keeping_sets(
+    state: &mut State,
+    actions: &JointAction,
+    params: &Params,
+    sets: &[[u128; N_TYPES]; N_AGENTS],
+    services: &mut ServiceSets,
+) {
+    let changed = step_inner(state, actions, params, Some(sets), Some(services));
+    if changed != 0 {
+        services.update_slots(state, changed);
+    }
 }
 
 pub(super) fn step_inner(
@@ -41,9 +57,9 @@ pub(super) fn step_inner(
     params: &Params,
     sets: Option<&[[u128; N_TYPES]; N_AGENTS]>,
     services: Option<&ServiceSets>,
-) -> bool {
+) -> u128 {
     if state.done() {
-        return false;
+        return 0;
     }
     state.last.new_logs.clear();
     state.last.evicted_subnets = 0;
@@ -101,7 +117,7 @@ pub(super) fn step_inner(
     if state.tick >= params.max_ticks {
         state.truncated = true;
     }
-    ev.services_changed
+    ev.services_slots
 }
 
 /// Starts an action and returns the energy it cost.
@@ -148,8 +164,9 @@ pub(super) fn tick(state: &mut State, params: &Params, ev: &mut Events) {
         }
     }
     green::green(state, params);
-    if churn::churn(state, params) {
+    if let Some(slot) = churn::churn(state, params) {
         ev.services_changed = true;
+        ev.services_slots |= 1 << slot;
     }
     if let Some(ph) = state.physics.as_mut() {
         if ph.tick(params, &mut state.rng.physics) {
@@ -215,6 +232,38 @@ mod tests {
                         let fresh = service_sets(&state);
                         changes += usize::from(fresh != before);
                         assert_eq!(kept, fresh, "{scenario:?} {preset} seed {seed}");
+                    }
+                }
+            }
+        }
+        assert!(changes > 50, "services changed only {changes} times");
+    }
+
+    /// Service sets kept by `step_keeping_sets` (updated from the changed hosts only, also
+    /// mid-step for red's completions, which `complete_red` checks against fresh sets in unit
+    /// tests) equal fresh ones after every step, in every scenario and preset.
+    #[test]
+    fn service_sets_kept_by_the_step_equal_fresh_ones() {
+        let mut changes = 0;
+        for scenario in SCENARIOS {
+            for preset in PRESETS {
+                let params = Params::new(scenario).with_preset(preset).unwrap();
+                for seed in 0..4 {
+                    let mut state = crate::sim::reset(seed, &params);
+                    let mut kept = service_sets(&state);
+                    let mut sampler = ActionSampler::new(seed);
+                    let mut mask = vec![0i8; params.mask_len()];
+                    for _ in 0..400 {
+                        if state.done() {
+                            break;
+                        }
+                        let sets =
+                            all_target_sets_with(&state, &params, &host_sets_with(&state, &kept));
+                        let joint = sampler.joint(&state, &params, &mut mask);
+                        let before = kept.clone();
+                        step_keeping_sets(&mut state, &joint, &params, &sets, &mut kept);
+                        changes += usize::from(kept != before);
+                        assert_eq!(kept, service_sets(&state), "{scenario:?} {preset} {seed}");
                     }
                 }
             }
