@@ -283,45 +283,110 @@ impl Host {
     }
 }
 
-/// The host slots of an episode, with the slot sets every tick's passes need kept beside them:
-/// the active slots and each subnet's slots, as 128-bit sets (`max_hosts` <= 124). At thousands
-/// of sub-envs a step's state is cold memory, and most slots are inactive padding: with the sets
-/// a pass reads only the active hosts' records (about 25 of 100, 88 bytes each) instead of every
-/// slot's, and counts the active hosts without reading any.
+/// The host slots of an episode, with 128-bit slot sets (`max_hosts` <= 124) derived from the
+/// records kept beside them: the active slots, each subnet's slots and one set per flag the
+/// per-tick passes and [`crate::sim::host_sets_with`] read ([`HostFlags`]). At thousands of
+/// sub-envs a step's state is cold memory: the sets are a few cache lines where the records
+/// they summarise are 88 bytes per slot, and most slots are inactive padding.
 ///
 /// Serialises, compares and prints exactly as the `Vec<Host>` it holds (the sets are derived
-/// from it). It derefs to that `Vec`; a slot's `active` and `subnet` change only through
-/// [`Hosts::put`] and [`Hosts::set_subnet`], which keep the sets (a test checks them after every
-/// step of every scenario).
+/// from it). Reads deref to that `Vec`; a record is written through `hosts[i]` (which marks the
+/// slot for [`Hosts::sync`]), [`Hosts::iter_mut`] (every slot), [`Hosts::put`] or
+/// [`Hosts::set_subnet`]. `active()` and `subnet()` are exact at all times (only `put` and
+/// `set_subnet` change a slot's activity or subnet in the core); [`Hosts::flags`] after
+/// [`Hosts::sync`] (`is_synced`). A test checks every set after every step of every scenario.
 #[derive(Clone, Default)]
 pub struct Hosts {
     list: Vec<Host>,
     active: u128,
     subnet: [u128; 6],
+    flags: HostFlags,
+    /// Slots written through `hosts[i]` / `iter_mut` since their sets were derived.
+    dirty: u128,
+}
+
+/// One set of slots per host flag (over every slot, active or not: take them with
+/// [`Hosts::active`] where only active hosts count).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostFlags {
+    pub online: u128,
+    pub isolated: u128,
+    pub restoring: u128,
+    pub blocked: u128,
+    pub discovered: u128,
+    pub scanned: u128,
+    /// `privilege == 1`, `== 2`, `> 0`.
+    pub user: u128,
+    pub root: u128,
+    pub privileged: u128,
+    /// `is_windows(os)`, `os == OS_LINUX`.
+    pub windows: u128,
+    pub linux: u128,
+    pub dc: u128,
+    pub misinformed: u128,
+    pub plc: u128,
+    pub edr: u128,
+    pub persistent: u128,
+    pub encrypted: u128,
+    pub honeytoken: u128,
+    pub decoy: u128,
 }
 
 impl Hosts {
     pub fn new(list: Vec<Host>) -> Hosts {
         let mut hosts = Hosts {
             list,
-            active: 0,
-            subnet: [0; 6],
+            ..Hosts::default()
         };
-        hosts.reindex();
+        hosts.dirty = low_slots(hosts.list.len());
+        hosts.sync();
         hosts
     }
 
-    /// Recomputes the sets from the records.
-    fn reindex(&mut self) {
-        self.active = 0;
-        self.subnet = [0; 6];
-        for (i, h) in self.list.iter().enumerate().take(128) {
-            let b = 1u128 << i;
-            if h.active {
-                self.active |= b;
-            }
-            self.subnet[h.subnet as usize] |= b;
+    /// Derives slot `i`'s bits of every set from its record.
+    fn derive(&mut self, i: usize) {
+        let b = 1u128 << i;
+        let h = &self.list[i];
+        let put = |set: &mut u128, on: bool| *set = (*set & !b) | (b & (on as u128).wrapping_neg());
+        put(&mut self.active, h.active);
+        for (s, set) in self.subnet.iter_mut().enumerate() {
+            put(set, usize::from(h.subnet) == s);
         }
+        let f = &mut self.flags;
+        put(&mut f.online, h.online);
+        put(&mut f.isolated, h.isolated);
+        put(&mut f.restoring, h.restoring);
+        put(&mut f.blocked, h.blocked);
+        put(&mut f.discovered, h.discovered);
+        put(&mut f.scanned, h.scanned);
+        put(&mut f.user, h.privilege == 1);
+        put(&mut f.root, h.privilege == 2);
+        put(&mut f.privileged, h.privilege > 0);
+        put(&mut f.windows, is_windows(h.os));
+        put(&mut f.linux, h.os == OS_LINUX);
+        put(&mut f.dc, h.dc);
+        put(&mut f.misinformed, h.misinformed);
+        put(&mut f.plc, h.plc);
+        put(&mut f.edr, h.edr);
+        put(&mut f.persistent, h.persistent);
+        put(&mut f.encrypted, h.encrypted);
+        put(&mut f.honeytoken, h.honeytoken);
+        put(&mut f.decoy, h.decoy);
+    }
+
+    /// Brings the sets of the slots written since up to date (reading only their records,
+    /// which were just written).
+    pub fn sync(&mut self) {
+        let dirty = self.dirty;
+        self.dirty = 0;
+        for i in slots(dirty) {
+            self.derive(i);
+        }
+    }
+
+    /// True when [`Hosts::flags`] is exact (no record written since the last sync).
+    pub fn is_synced(&self) -> bool {
+        self.dirty == 0
     }
 
     /// The active slots.
@@ -339,32 +404,48 @@ impl Hosts {
         &self.subnet
     }
 
+    /// The flag sets as of the last [`Hosts::sync`].
+    pub fn flags(&self) -> &HostFlags {
+        &self.flags
+    }
+
     /// Replaces slot `i`'s record.
     pub fn put(&mut self, i: usize, h: Host) {
-        let b = 1u128 << i;
-        self.subnet[self.list[i].subnet as usize] &= !b;
-        self.subnet[h.subnet as usize] |= b;
-        if h.active {
-            self.active |= b;
-        } else {
-            self.active &= !b;
-        }
         self.list[i] = h;
+        self.derive(i);
     }
 
     /// Moves slot `i` to subnet `s`.
     pub fn set_subnet(&mut self, i: usize, s: u8) {
-        let b = 1u128 << i;
-        self.subnet[self.list[i].subnet as usize] &= !b;
-        self.subnet[s as usize] |= b;
         self.list[i].subnet = s;
+        self.derive(i);
     }
 
-    /// True when the kept sets are those of the records (for tests).
+    /// Every record, mutably (every slot is marked for [`Hosts::sync`]).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Host> {
+        self.dirty = low_slots(self.list.len());
+        self.list.iter_mut()
+    }
+
+    /// True when every kept set is that of the records (after a sync; for tests).
     pub fn sets_consistent(&self) -> bool {
-        let mut fresh = self.clone();
-        fresh.reindex();
-        fresh.active == self.active && fresh.subnet == self.subnet
+        let mut fresh = Hosts::new(self.list.clone());
+        fresh.sync();
+        let mut me = self.clone();
+        me.sync();
+        fresh.active == self.active
+            && fresh.subnet == self.subnet
+            && fresh.flags == me.flags
+            && (!self.is_synced() || fresh.flags == self.flags)
+    }
+}
+
+/// Slots `0..n` (n <= 128).
+fn low_slots(n: usize) -> u128 {
+    if n >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << n) - 1
     }
 }
 
@@ -387,9 +468,18 @@ impl std::ops::Deref for Hosts {
     }
 }
 
-impl std::ops::DerefMut for Hosts {
-    fn deref_mut(&mut self) -> &mut Vec<Host> {
-        &mut self.list
+impl<I: std::slice::SliceIndex<[Host]>> std::ops::Index<I> for Hosts {
+    type Output = I::Output;
+    fn index(&self, i: I) -> &I::Output {
+        &self.list[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Hosts {
+    fn index_mut(&mut self, i: usize) -> &mut Host {
+        let h = &mut self.list[i];
+        self.dirty |= 1 << i;
+        h
     }
 }
 
@@ -430,14 +520,6 @@ impl<'a> IntoIterator for &'a Hosts {
     type IntoIter = std::slice::Iter<'a, Host>;
     fn into_iter(self) -> Self::IntoIter {
         self.list.iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a mut Hosts {
-    type Item = &'a mut Host;
-    type IntoIter = std::slice::IterMut<'a, Host>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.list.iter_mut()
     }
 }
 

@@ -129,6 +129,9 @@ pub fn host_sets(state: &State) -> HostSets {
 /// The subnet and active sets come from [`topology::Hosts`]' kept sets, and only the active
 /// slots' records are read (inactive padding sets no other flag).
 pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
+    if state.hosts.is_synced() {
+        return host_sets_kept(state, services);
+    }
     let mut s = HostSets {
         active: state.hosts.active(),
         subnet: *state.hosts.subnets(),
@@ -172,6 +175,56 @@ pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
     }
     s.smb = services.smb & s.active;
     s.unpatched = services.unpatched & s.active;
+    for sub in 0..5 {
+        if state.acl_smb & (1 << sub) == 0 {
+            s.acl_open |= s.subnet[sub];
+        }
+        if state.awareness[sub] < MAX_TRAININGS {
+            s.trainable |= s.subnet[sub];
+        }
+    }
+    s
+}
+
+/// [`host_sets_with`] from the host slots' kept flag sets ([`topology::Hosts::flags`], exact
+/// when synced): no host record is read. A unit test compares it with the per-record loop.
+fn host_sets_kept(state: &State, services: &ServiceSets) -> HostSets {
+    let a = state.hosts.active();
+    let f = state.hosts.flags();
+    let mut comm = 0u128;
+    for i in topology::slots(a) {
+        if state.comm.get(i).is_some_and(|c| *c != 0.0) {
+            comm |= 1 << i;
+        }
+    }
+    let mut s = HostSets {
+        active: a,
+        up: a & f.online & !f.isolated & !f.restoring,
+        blocked: a & f.blocked,
+        subnet: *state.hosts.subnets(),
+        discovered: a & f.discovered,
+        scanned: a & f.scanned,
+        user: a & f.user,
+        root: a & f.root,
+        windows: a & f.windows,
+        linux: a & f.linux,
+        dc: a & f.dc,
+        misinformed: a & f.misinformed,
+        exploit_svc: services.exploit_svc.map(|set| set & a),
+        smb: services.smb & a,
+        plc: a & f.plc,
+        edr: a & f.edr,
+        persistent: a & f.persistent,
+        encrypted: a & f.encrypted,
+        isolated: a & f.isolated,
+        restoring: a & f.restoring,
+        honeytoken: a & f.honeytoken,
+        decoy: a & f.decoy,
+        unpatched: services.unpatched & a,
+        comm,
+        acl_open: 0,
+        trainable: 0,
+    };
     for sub in 0..5 {
         if state.acl_smb & (1 << sub) == 0 {
             s.acl_open |= s.subnet[sub];
@@ -341,6 +394,14 @@ mod tests {
                         let got = host_sets_with(&state, &services);
                         let want = host_sets_reference(&state, &services);
                         assert_eq!(got, want, "{scenario:?} {preset} {seed}");
+                        // Both paths: from the kept flag sets (a stepped state is synced) and
+                        // from the records (a slot written since).
+                        assert!(state.hosts.is_synced());
+                        assert_eq!(host_sets_kept(&state, &services), want);
+                        let mut written = state.clone();
+                        let _ = &mut written.hosts[0];
+                        assert!(!written.hosts.is_synced());
+                        assert_eq!(host_sets_with(&written, &services), want);
                         wide += usize::from(got.active >> 64 != 0);
                         if state.done() {
                             break;

@@ -59,6 +59,7 @@ pub(super) fn complete_red(
             if ev.services_slots != 0 {
                 services.update_slots(state, ev.services_slots);
             }
+            state.hosts.sync();
             let hs = host_sets_with(state, services);
             target_sets_with(state, params, &hs, RED, &mut sets);
         }

@@ -3,7 +3,6 @@
 
 use crate::actions::*;
 use crate::params::Params;
-use crate::topology;
 use crate::{N_AGENTS, N_TYPES, RED};
 
 use super::events::Events;
@@ -61,6 +60,9 @@ pub(super) fn step_inner(
     if state.done() {
         return 0;
     }
+    // The host slots' flag sets are exact from here on to the end of the step (a caller may
+    // have written records).
+    state.hosts.sync();
     state.last.new_logs.clear();
     state.last.evicted_subnets = 0;
     state.last.rewards = [0.0; N_AGENTS];
@@ -104,6 +106,7 @@ pub(super) fn step_inner(
         state.tick += 1;
         tick(state, params, &mut ev);
     }
+    state.hosts.sync();
     state.last.delta_ticks = state.tick - from;
     state.steps += 1;
 
@@ -173,22 +176,14 @@ pub(super) fn tick(state: &mut State, params: &Params, ev: &mut Events) {
             ev.kinetic = true;
         }
     }
-    // Persistence, uptime.
-    let mut up = 0u32;
-    let mut total = 0u32;
-    for i in topology::slots(state.hosts.active()) {
-        let h = &state.hosts[i];
-        if h.decoy {
-            continue;
-        }
-        total += 1;
-        if h.up() && !h.encrypted {
-            up += 1;
-        }
-        if h.privilege > 0 && h.persistent && h.up() {
-            ev.persistence_ticks += 1;
-        }
-    }
+    // Persistence, uptime: over the real hosts (active, not decoys), from the slot sets.
+    state.hosts.sync();
+    let f = state.hosts.flags();
+    let real = state.hosts.active() & !f.decoy;
+    let is_up = real & f.online & !f.isolated & !f.restoring;
+    let total = real.count_ones();
+    let up = (is_up & !f.encrypted).count_ones();
+    ev.persistence_ticks += (is_up & f.privileged & f.persistent).count_ones();
     if total > 0 {
         state.metrics.uptime_sum += f64::from(up) / f64::from(total);
     }
