@@ -129,7 +129,7 @@ pub fn host_sets(state: &State) -> HostSets {
 /// The subnet and active sets come from [`topology::Hosts`]' kept sets, and only the active
 /// slots' records are read (inactive padding sets no other flag).
 pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
-    if state.hosts.is_synced() {
+    if state.hosts.is_synced() && state.comm.is_synced() {
         return host_sets_kept(state, services);
     }
     let mut s = HostSets {
@@ -186,17 +186,12 @@ pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
     s
 }
 
-/// [`host_sets_with`] from the host slots' kept flag sets ([`topology::Hosts::flags`], exact
-/// when synced): no host record is read. A unit test compares it with the per-record loop.
+/// [`host_sets_with`] from the host slots' kept flag sets ([`topology::Hosts::flags`]) and the
+/// blue channel's ([`super::Comm::nonzero`]), exact when synced: no host record is read. A unit test compares it with the per-record loop.
 fn host_sets_kept(state: &State, services: &ServiceSets) -> HostSets {
     let a = state.hosts.active();
     let f = state.hosts.flags();
-    let mut comm = 0u128;
-    for i in topology::slots(a) {
-        if state.comm.get(i).is_some_and(|c| *c != 0.0) {
-            comm |= 1 << i;
-        }
-    }
+    let comm = state.comm.nonzero() & a;
     let mut s = HostSets {
         active: a,
         up: a & f.online & !f.isolated & !f.restoring,
@@ -396,11 +391,14 @@ mod tests {
                         assert_eq!(got, want, "{scenario:?} {preset} {seed}");
                         // Both paths: from the kept flag sets (a stepped state is synced) and
                         // from the records (a slot written since).
-                        assert!(state.hosts.is_synced());
+                        assert!(state.hosts.is_synced() && state.comm.is_synced());
                         assert_eq!(host_sets_kept(&state, &services), want);
                         let mut written = state.clone();
                         let _ = &mut written.hosts[0];
                         assert!(!written.hosts.is_synced());
+                        assert_eq!(host_sets_with(&written, &services), want);
+                        let mut written = state.clone();
+                        let _ = &mut written.comm[0];
                         assert_eq!(host_sets_with(&written, &services), want);
                         wide += usize::from(got.active >> 64 != 0);
                         if state.done() {

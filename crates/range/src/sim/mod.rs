@@ -58,7 +58,7 @@ pub fn reset(seed: u64, params: &Params) -> State {
         red: RedState::default(),
         siem,
         physics: has_ot.then(Physics::new),
-        comm: vec![0.0; params.max_hosts],
+        comm: Comm::new(vec![0.0; params.max_hosts]),
         pcap: if params.pcap {
             vec![0.0; PCAP_PACKETS * PCAP_FEATURES]
         } else {

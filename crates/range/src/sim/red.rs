@@ -60,6 +60,7 @@ pub(super) fn complete_red(
                 services.update_slots(state, ev.services_slots);
             }
             state.hosts.sync();
+            state.comm.sync();
             let hs = host_sets_with(state, services);
             target_sets_with(state, params, &hs, RED, &mut sets);
         }

@@ -63,6 +63,7 @@ pub(super) fn step_inner(
     // The host slots' flag sets are exact from here on to the end of the step (a caller may
     // have written records).
     state.hosts.sync();
+    state.comm.sync();
     state.last.new_logs.clear();
     state.last.evicted_subnets = 0;
     state.last.rewards = [0.0; N_AGENTS];
@@ -107,6 +108,7 @@ pub(super) fn step_inner(
         tick(state, params, &mut ev);
     }
     state.hosts.sync();
+    state.comm.sync();
     state.last.delta_ticks = state.tick - from;
     state.steps += 1;
 
