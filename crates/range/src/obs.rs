@@ -104,7 +104,9 @@ pub fn write_obs(state: &State, params: &Params, agent: usize, out: &mut [f32]) 
     out[2] = a.in_flight as f32 / max_in_flight as f32;
     out[3 + params.scenario.index()] = 1.0;
     let mut k = HEADER;
-    for (i, h) in state.hosts.iter().enumerate() {
+    // Only active slots are visible.
+    for i in topology::slots(state.hosts.active()) {
+        let h = &state.hosts[i];
         if k + 2 > OBS_LEN {
             break;
         }
@@ -398,7 +400,8 @@ pub fn info_items(
         }
     };
     let (mut active, mut compromised, mut isolated) = (0i64, 0i64, 0i64);
-    for h in state.hosts.iter().filter(|h| h.active) {
+    for i in topology::slots(state.hosts.active()) {
+        let h = &state.hosts[i];
         active += 1;
         compromised += i64::from(h.privilege > 0);
         isolated += i64::from(h.isolated);

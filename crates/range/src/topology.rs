@@ -283,6 +283,246 @@ impl Host {
     }
 }
 
+/// The host slots of an episode, with 128-bit slot sets (`max_hosts` <= 124) derived from the
+/// records kept beside them: the active slots, each subnet's slots and one set per flag the
+/// per-tick passes and [`crate::sim::host_sets_with`] read ([`HostFlags`]). At thousands of
+/// sub-envs a step's state is cold memory: the sets are a few cache lines where the records
+/// they summarise are 88 bytes per slot, and most slots are inactive padding.
+///
+/// Serialises, compares and prints exactly as the `Vec<Host>` it holds (the sets are derived
+/// from it). Reads deref to that `Vec`; a record is written through `hosts[i]` (which marks the
+/// slot for [`Hosts::sync`]), [`Hosts::iter_mut`] (every slot), [`Hosts::put`] or
+/// [`Hosts::set_subnet`]. `active()` and `subnet()` are exact at all times (only `put` and
+/// `set_subnet` change a slot's activity or subnet in the core); [`Hosts::flags`] after
+/// [`Hosts::sync`] (`is_synced`). A test checks every set after every step of every scenario.
+#[derive(Clone, Default)]
+pub struct Hosts {
+    list: Vec<Host>,
+    active: u128,
+    subnet: [u128; 6],
+    flags: HostFlags,
+    /// Slots written through `hosts[i]` / `iter_mut` since their sets were derived.
+    dirty: u128,
+}
+
+/// One set of slots per host flag (over every slot, active or not: take them with
+/// [`Hosts::active`] where only active hosts count).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostFlags {
+    pub online: u128,
+    pub isolated: u128,
+    pub restoring: u128,
+    pub blocked: u128,
+    pub discovered: u128,
+    pub scanned: u128,
+    /// `privilege == 1`, `== 2`, `> 0`.
+    pub user: u128,
+    pub root: u128,
+    pub privileged: u128,
+    /// `is_windows(os)`, `os == OS_LINUX`.
+    pub windows: u128,
+    pub linux: u128,
+    pub dc: u128,
+    pub misinformed: u128,
+    pub plc: u128,
+    pub edr: u128,
+    pub persistent: u128,
+    pub encrypted: u128,
+    pub honeytoken: u128,
+    pub decoy: u128,
+}
+
+impl Hosts {
+    pub fn new(list: Vec<Host>) -> Hosts {
+        let mut hosts = Hosts {
+            list,
+            ..Hosts::default()
+        };
+        hosts.dirty = low_slots(hosts.list.len());
+        hosts.sync();
+        hosts
+    }
+
+    /// Derives slot `i`'s bits of every set from its record.
+    fn derive(&mut self, i: usize) {
+        let b = 1u128 << i;
+        let h = &self.list[i];
+        let put = |set: &mut u128, on: bool| *set = (*set & !b) | (b & (on as u128).wrapping_neg());
+        put(&mut self.active, h.active);
+        for (s, set) in self.subnet.iter_mut().enumerate() {
+            put(set, usize::from(h.subnet) == s);
+        }
+        let f = &mut self.flags;
+        put(&mut f.online, h.online);
+        put(&mut f.isolated, h.isolated);
+        put(&mut f.restoring, h.restoring);
+        put(&mut f.blocked, h.blocked);
+        put(&mut f.discovered, h.discovered);
+        put(&mut f.scanned, h.scanned);
+        put(&mut f.user, h.privilege == 1);
+        put(&mut f.root, h.privilege == 2);
+        put(&mut f.privileged, h.privilege > 0);
+        put(&mut f.windows, is_windows(h.os));
+        put(&mut f.linux, h.os == OS_LINUX);
+        put(&mut f.dc, h.dc);
+        put(&mut f.misinformed, h.misinformed);
+        put(&mut f.plc, h.plc);
+        put(&mut f.edr, h.edr);
+        put(&mut f.persistent, h.persistent);
+        put(&mut f.encrypted, h.encrypted);
+        put(&mut f.honeytoken, h.honeytoken);
+        put(&mut f.decoy, h.decoy);
+    }
+
+    /// Brings the sets of the slots written since up to date (reading only their records,
+    /// which were just written).
+    pub fn sync(&mut self) {
+        let dirty = self.dirty;
+        self.dirty = 0;
+        for i in slots(dirty) {
+            self.derive(i);
+        }
+    }
+
+    /// True when [`Hosts::flags`] is exact (no record written since the last sync).
+    pub fn is_synced(&self) -> bool {
+        self.dirty == 0
+    }
+
+    /// The active slots.
+    pub fn active(&self) -> u128 {
+        self.active
+    }
+
+    /// The slots of subnet `s` (active or not; inactive padding is [`NONE`]).
+    pub fn subnet(&self, s: u8) -> u128 {
+        self.subnet[s as usize]
+    }
+
+    /// The slots of every subnet.
+    pub fn subnets(&self) -> &[u128; 6] {
+        &self.subnet
+    }
+
+    /// The flag sets as of the last [`Hosts::sync`].
+    pub fn flags(&self) -> &HostFlags {
+        &self.flags
+    }
+
+    /// Replaces slot `i`'s record.
+    pub fn put(&mut self, i: usize, h: Host) {
+        self.list[i] = h;
+        self.derive(i);
+    }
+
+    /// Moves slot `i` to subnet `s`.
+    pub fn set_subnet(&mut self, i: usize, s: u8) {
+        self.list[i].subnet = s;
+        self.derive(i);
+    }
+
+    /// Every record, mutably (every slot is marked for [`Hosts::sync`]).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Host> {
+        self.dirty = low_slots(self.list.len());
+        self.list.iter_mut()
+    }
+
+    /// True when every kept set is that of the records (after a sync; for tests).
+    pub fn sets_consistent(&self) -> bool {
+        let mut fresh = Hosts::new(self.list.clone());
+        fresh.sync();
+        let mut me = self.clone();
+        me.sync();
+        fresh.active == self.active
+            && fresh.subnet == self.subnet
+            && fresh.flags == me.flags
+            && (!self.is_synced() || fresh.flags == self.flags)
+    }
+}
+
+/// Slots `0..n` (n <= 128).
+fn low_slots(n: usize) -> u128 {
+    if n >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << n) - 1
+    }
+}
+
+/// The set bits of `set`, lowest first.
+pub fn slots(mut set: u128) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if set == 0 {
+            return None;
+        }
+        let i = set.trailing_zeros() as usize;
+        set &= set - 1;
+        Some(i)
+    })
+}
+
+impl std::ops::Deref for Hosts {
+    type Target = Vec<Host>;
+    fn deref(&self) -> &Vec<Host> {
+        &self.list
+    }
+}
+
+impl<I: std::slice::SliceIndex<[Host]>> std::ops::Index<I> for Hosts {
+    type Output = I::Output;
+    fn index(&self, i: I) -> &I::Output {
+        &self.list[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Hosts {
+    fn index_mut(&mut self, i: usize) -> &mut Host {
+        let h = &mut self.list[i];
+        self.dirty |= 1 << i;
+        h
+    }
+}
+
+impl PartialEq for Hosts {
+    fn eq(&self, other: &Hosts) -> bool {
+        self.list == other.list
+    }
+}
+
+impl std::fmt::Debug for Hosts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.list.fmt(f)
+    }
+}
+
+impl Serialize for Hosts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.list.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Hosts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Hosts, D::Error> {
+        Vec::<Host>::deserialize(d).map(Hosts::new)
+    }
+}
+
+impl IntoIterator for Hosts {
+    type Item = Host;
+    type IntoIter = std::vec::IntoIter<Host>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.list.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Hosts {
+    type Item = &'a Host;
+    type IntoIter = std::slice::Iter<'a, Host>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.list.iter()
+    }
+}
+
 /// Can host `a` send to host `b`? Both up, the subnet rule allows it, and a blocked host talks
 /// only inside its own subnet.
 pub fn reaches(a: &Host, b: &Host) -> bool {
@@ -301,8 +541,9 @@ pub fn internet_reaches(b: &Host) -> bool {
 }
 
 /// A free host address in `subnet` (octets 10..=250), drawn from `rng`; `None` when full.
-pub fn free_address(hosts: &[Host], subnet: u8, rng: &mut Rng) -> Option<u32> {
-    let used = |a: u32| hosts.iter().any(|h| h.active && h.addr == a);
+/// `active`: the active slots of `hosts` (only their records are read).
+pub fn free_address(hosts: &[Host], active: u128, subnet: u8, rng: &mut Rng) -> Option<u32> {
+    let used = |a: u32| slots(active).any(|i| hosts[i].addr == a);
     let base = SUBNET_BASE[subnet as usize];
     for _ in 0..64 {
         let a = base | rng.range(10, 250);
@@ -314,9 +555,15 @@ pub fn free_address(hosts: &[Host], subnet: u8, rng: &mut Rng) -> Option<u32> {
     (10..=250).map(|o| base | o).find(|&a| !used(a))
 }
 
-/// Fills a host with a generated machine of `subnet`.
-pub fn make_host(hosts: &[Host], subnet: u8, params: &Params, rng: &mut Rng) -> Option<Host> {
-    let addr = free_address(hosts, subnet, rng)?;
+/// Fills a host with a generated machine of `subnet`. `active`: the active slots of `hosts`.
+pub fn make_host(
+    hosts: &[Host],
+    active: u128,
+    subnet: u8,
+    params: &Params,
+    rng: &mut Rng,
+) -> Option<Host> {
+    let addr = free_address(hosts, active, subnet, rng)?;
     let mut h = Host::blank(addr, subnet);
     h.active = true;
     let weights: [f64; 3] = match subnet {
@@ -327,7 +574,7 @@ pub fn make_host(hosts: &[Host], subnet: u8, params: &Params, rng: &mut Rng) -> 
     };
     h.os = if subnet == OT {
         // One HMI runs Windows; the controllers are PLCs on an RTOS.
-        if hosts.iter().any(|x| x.active && x.subnet == OT && x.plc) && rng.bernoulli(0.3) {
+        if slots(active).any(|i| hosts[i].subnet == OT && hosts[i].plc) && rng.bernoulli(0.3) {
             OS_WIN10
         } else {
             OS_EMBEDDED
@@ -410,7 +657,9 @@ pub fn generate(params: &Params, rng: &mut Rng) -> (Vec<Host>, bool) {
     let mut hosts: Vec<Host> = Vec::with_capacity(params.max_hosts);
     for (s, &count) in counts.iter().enumerate() {
         for _ in 0..count {
-            if let Some(h) = make_host(&hosts, s as u8, params, rng) {
+            // Every host generated so far is active (the padding comes last).
+            let active = (1u128 << hosts.len()) - 1;
+            if let Some(h) = make_host(&hosts, active, s as u8, params, rng) {
                 hosts.push(h);
             }
         }

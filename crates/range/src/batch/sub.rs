@@ -55,8 +55,9 @@ pub(super) struct SubEnv {
     /// when they did change (128 bytes kept and compared per agent instead of 1.6 KB of rows
     /// kept, compared and copied every step).
     adj: [sim::AdjacencyInputs; 2],
-    /// The service-derived sets of `state`, recomputed only when a step says services changed
-    /// (at 4096 sub-envs, reading every host's services each step costs a cache miss per host).
+    /// The service-derived sets of `state`, brought up to date by the step for the hosts whose
+    /// services changed only (at 4096 sub-envs, reading every host's services each step costs
+    /// a cache miss per host).
     services: sim::ServiceSets,
     /// The blue agents' `siem_embedding` windows, and the lines pushed into the SIEM buffer
     /// this episode as of the last step or reset (how a window names its lines).
@@ -122,9 +123,13 @@ impl SubEnv {
 
     /// The caller never steps a finished episode (the batch resets it instead).
     pub(super) fn step(&mut self, joint: &JointAction, params: &Params) {
-        if sim::step_with_sets(&mut self.state, joint, params, &self.sets, &self.services) {
-            self.services = sim::service_sets(&self.state);
-        }
+        sim::step_keeping_sets(
+            &mut self.state,
+            joint,
+            params,
+            &self.sets,
+            &mut self.services,
+        );
         self.pushed += self.state.last.new_logs.len() as u64;
         self.unshown.steps += 1;
         self.unshown.line_subnets |= obs::subnets_with_changed_lines(&self.state);

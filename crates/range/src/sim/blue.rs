@@ -40,6 +40,7 @@ pub(super) fn complete_blue(
     if is_decoy_deploy(kind) {
         if !state.hosts[target].active {
             ev.services_changed = true;
+            ev.services_slots |= 1 << target;
             deploy_decoy(state, params, agent, kind, target);
         }
         return;
@@ -130,6 +131,7 @@ pub(super) fn complete_blue(
         B_MISINFORM => state.hosts[target].misinformed = true,
         B_PATCH => {
             ev.services_changed = true;
+            ev.services_slots |= 1 << target;
             let h = &mut state.hosts[target];
             if let Some(s) = h
                 .services
@@ -141,9 +143,9 @@ pub(super) fn complete_blue(
             }
         }
         B_HUNT => {
-            for i in 0..state.hosts.len() {
+            for i in topology::slots(state.hosts.active()) {
                 let h = &state.hosts[i];
-                let mine = h.active && BLUE_SUBNETS[agent] & (1 << h.subnet) != 0;
+                let mine = BLUE_SUBNETS[agent] & (1 << h.subnet) != 0;
                 if !mine || h.privilege == 0 || h.stealth_until > now {
                     continue;
                 }
@@ -188,7 +190,10 @@ pub(super) fn deploy_decoy(
     slot: usize,
 ) {
     let subnet = DECOY_SUBNET[agent];
-    if let Some(mut h) = topology::make_host(&state.hosts, subnet, params, &mut state.rng.decoy) {
+    let active = state.hosts.active();
+    if let Some(mut h) =
+        topology::make_host(&state.hosts, active, subnet, params, &mut state.rng.decoy)
+    {
         let (os, services): (u8, &[u8]) = match kind {
             B_DECOY_APACHE => (topology::OS_LINUX, &[2]),
             B_DECOY_SSHD => (topology::OS_LINUX, &[4]),
@@ -210,7 +215,7 @@ pub(super) fn deploy_decoy(
             .collect();
         h.services
             .sort_by_key(|s| topology::SERVICES[s.kind as usize].port);
-        state.hosts[slot] = h;
+        state.hosts.put(slot, h);
         state.decoys_deployed[agent] += 1;
     }
 }

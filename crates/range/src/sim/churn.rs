@@ -5,21 +5,21 @@ use crate::topology::{self, CORPORATE, DMZ, GUEST};
 
 use super::state::State;
 
-/// DHCP, churn, migration and arrivals for one tick. True when a host arrived (new services).
-pub(super) fn churn(state: &mut State, params: &Params) -> bool {
-    let mut arrived = false;
+/// DHCP, churn, migration and arrivals for one tick. The slot of a host that arrived (new
+/// services), if one did.
+pub(super) fn churn(state: &mut State, params: &Params) -> Option<usize> {
+    let mut arrived = None;
     let now = state.tick;
     if params.dhcp_interval > 0 && now.is_multiple_of(params.dhcp_interval) {
-        for i in 0..state.hosts.len() {
-            if state.hosts[i].active && state.hosts[i].subnet == GUEST {
-                readdress(state, i, GUEST);
-            }
+        // Readdressing keeps a Guest host in Guest, so the set taken first is the loop's.
+        for i in topology::slots(state.hosts.active() & state.hosts.subnet(GUEST)) {
+            readdress(state, i, GUEST);
         }
     }
     if params.churn > 0.0 {
-        for i in 0..state.hosts.len() {
+        for i in topology::slots(state.hosts.active()) {
             let h = &state.hosts[i];
-            if !h.active || h.dc || h.decoy {
+            if h.dc || h.decoy {
                 continue;
             }
             let flip = if h.online { params.churn } else { 0.1 };
@@ -45,18 +45,22 @@ pub(super) fn churn(state: &mut State, params: &Params) -> bool {
         }
     }
     if params.arrival > 0.0 && state.rng.churn.bernoulli(params.arrival) {
-        let active = state.hosts.iter().filter(|h| h.active).count();
+        let active = state.hosts.active().count_ones() as usize;
         let free: Vec<usize> = (0..state.hosts.len())
-            .filter(|&i| !state.hosts[i].active)
+            .filter(|&i| state.hosts.active() & (1 << i) == 0)
             .collect();
         if active < params.max_active_hosts {
             if let Some(&slot) = state.rng.churn.choose_index(&free) {
                 let subnet = [DMZ, CORPORATE, GUEST][state.rng.churn.below(3) as usize];
-                if let Some(h) =
-                    topology::make_host(&state.hosts, subnet, params, &mut state.rng.churn)
-                {
-                    state.hosts[slot] = h;
-                    arrived = true;
+                if let Some(h) = topology::make_host(
+                    &state.hosts,
+                    state.hosts.active(),
+                    subnet,
+                    params,
+                    &mut state.rng.churn,
+                ) {
+                    state.hosts.put(slot, h);
+                    arrived = Some(slot);
                 }
             }
         }
@@ -66,10 +70,11 @@ pub(super) fn churn(state: &mut State, params: &Params) -> bool {
 
 /// New address (and maybe subnet) for slot `i`; red loses track of it.
 pub(super) fn readdress(state: &mut State, i: usize, subnet: u8) {
-    if let Some(addr) = topology::free_address(&state.hosts, subnet, &mut state.rng.churn) {
+    let active = state.hosts.active();
+    if let Some(addr) = topology::free_address(&state.hosts, active, subnet, &mut state.rng.churn) {
+        state.hosts.set_subnet(i, subnet);
         let h = &mut state.hosts[i];
         h.addr = addr;
-        h.subnet = subnet;
         h.discovered = subnet == DMZ || subnet == GUEST;
         h.scanned = false;
     }

@@ -19,6 +19,9 @@ pub(super) struct Events {
     /// Some host's services may have changed (a patch, a decoy, an arrival): callers keeping
     /// [`super::host_sets::ServiceSets`] recompute them. Set whenever it might be so.
     pub(super) services_changed: bool,
+    /// The slots whose services may have changed (set with `services_changed`): kept
+    /// service sets are brought up to date by reading these hosts only.
+    pub(super) services_slots: u128,
     /// The caller's service sets of the state the step started from: exact until
     /// `services_changed` is set, so that a red completion before then validates its target
     /// without reading every host's services (cold heap memory at thousands of sub-envs).

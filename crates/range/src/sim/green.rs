@@ -3,6 +3,7 @@
 
 use crate::params::Params;
 use crate::siem;
+use crate::topology::slots;
 
 use super::logging::emit;
 use super::state::State;
@@ -16,7 +17,7 @@ pub(super) fn green(state: &mut State, params: &Params) {
     } else {
         (params.green_noise_night, params.green_fp_night)
     };
-    let n_active = state.hosts.iter().filter(|h| h.active).count();
+    let n_active = state.hosts.active().count_ones() as usize;
     if n_active == 0 {
         return;
     }
@@ -71,22 +72,11 @@ pub(super) fn green(state: &mut State, params: &Params) {
 }
 
 pub(super) fn nth_active(state: &State, n: usize) -> usize {
-    state
-        .hosts
-        .iter()
-        .enumerate()
-        .filter(|(_, h)| h.active)
-        .nth(n)
-        .map(|(i, _)| i)
-        .unwrap_or(0)
+    slots(state.hosts.active()).nth(n).unwrap_or(0)
 }
 
 /// A deterministic peer for a benign line: the first DC, else the host itself.
 pub(super) fn peer_of(state: &State, host: usize) -> u32 {
-    state
-        .hosts
-        .iter()
-        .find(|h| h.active && h.dc)
-        .unwrap_or(&state.hosts[host])
-        .addr
+    let dc = slots(state.hosts.active()).find(|&i| state.hosts[i].dc);
+    state.hosts[dc.unwrap_or(host)].addr
 }

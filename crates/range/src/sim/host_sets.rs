@@ -56,7 +56,7 @@ impl HostSets {
     }
 }
 
-/// The sets that depend on the hosts' services, over every slot (active or not): they change
+/// The sets that depend on the hosts' services, over the active slots: they change
 /// only when a service does (a patch, a decoy, an arriving host), so a caller that knows when
 /// that happens ([`super::step_with_sets`] says) keeps them and skips a pointer chase per host
 /// per step ([`host_sets_with`]).
@@ -69,7 +69,10 @@ pub struct ServiceSets {
 
 pub fn service_sets(state: &State) -> ServiceSets {
     let mut s = ServiceSets::default();
-    for (i, h) in state.hosts.iter().enumerate() {
+    // Only active slots: every use of the sets takes them with the active set (an inactive
+    // slot's services would not count), and inactive padding has none.
+    for i in topology::slots(state.hosts.active()) {
+        let h = &state.hosts[i];
         let b = 1u128 << i;
         for svc in &h.services {
             let ex = topology::SERVICES[svc.kind as usize].exploit;
@@ -87,6 +90,34 @@ pub fn service_sets(state: &State) -> ServiceSets {
     s
 }
 
+impl ServiceSets {
+    /// Recomputes the bits of `slots` from their hosts (the others are left as they are):
+    /// equal to [`service_sets`] when only these slots' services (or activity) changed.
+    pub fn update_slots(&mut self, state: &State, slots: u128) {
+        let keep = !slots;
+        for set in self.exploit_svc.iter_mut() {
+            *set &= keep;
+        }
+        self.smb &= keep;
+        self.unpatched &= keep;
+        for i in topology::slots(slots & state.hosts.active()) {
+            let b = 1u128 << i;
+            for svc in &state.hosts[i].services {
+                let ex = topology::SERVICES[svc.kind as usize].exploit;
+                if ex < 4 {
+                    self.exploit_svc[ex] |= b;
+                }
+                if svc.kind == 0 {
+                    self.smb |= b;
+                }
+                if !svc.patched {
+                    self.unpatched |= b;
+                }
+            }
+        }
+    }
+}
+
 pub fn host_sets(state: &State) -> HostSets {
     host_sets_with(state, &service_sets(state))
 }
@@ -94,18 +125,32 @@ pub fn host_sets(state: &State) -> HostSets {
 /// [`host_sets`] from the state's [`service_sets`]. Every sub-env of a batch computes this
 /// each step, so the slots are taken 64 at a time with 64-bit sets (a 128-bit set costs two
 /// operations per update and its shift a branch); a test compares with the 128-bit loop.
+///
+/// The subnet and active sets come from [`topology::Hosts`]' kept sets, and only the active
+/// slots' records are read (inactive padding sets no other flag).
 pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
-    let mut s = HostSets::default();
-    for (half, hosts) in state.hosts.chunks(64).enumerate().take(2) {
+    if state.hosts.is_synced() && state.comm.is_synced() {
+        return host_sets_kept(state, services);
+    }
+    let mut s = HostSets {
+        active: state.hosts.active(),
+        subnet: *state.hosts.subnets(),
+        ..HostSets::default()
+    };
+    for half in 0..2 {
         let at = 64 * half;
-        let h = half_sets(hosts, state.comm.get(at..).unwrap_or(&[]));
+        let active = (s.active >> at) as u64;
+        if active == 0 {
+            continue;
+        }
+        let h = half_sets(
+            &state.hosts[at..],
+            active,
+            state.comm.get(at..).unwrap_or(&[]),
+        );
         let put = |set: &mut u128, v: u64| *set |= u128::from(v) << at;
-        put(&mut s.active, h.active);
         put(&mut s.up, h.up);
         put(&mut s.blocked, h.blocked);
-        for (set, v) in s.subnet.iter_mut().zip(h.subnet) {
-            put(set, v);
-        }
         put(&mut s.discovered, h.discovered);
         put(&mut s.scanned, h.scanned);
         put(&mut s.user, h.user);
@@ -141,13 +186,56 @@ pub fn host_sets_with(state: &State, services: &ServiceSets) -> HostSets {
     s
 }
 
+/// [`host_sets_with`] from the host slots' kept flag sets ([`topology::Hosts::flags`]) and the
+/// blue channel's ([`super::Comm::nonzero`]), exact when synced: no host record is read. A unit test compares it with the per-record loop.
+fn host_sets_kept(state: &State, services: &ServiceSets) -> HostSets {
+    let a = state.hosts.active();
+    let f = state.hosts.flags();
+    let comm = state.comm.nonzero() & a;
+    let mut s = HostSets {
+        active: a,
+        up: a & f.online & !f.isolated & !f.restoring,
+        blocked: a & f.blocked,
+        subnet: *state.hosts.subnets(),
+        discovered: a & f.discovered,
+        scanned: a & f.scanned,
+        user: a & f.user,
+        root: a & f.root,
+        windows: a & f.windows,
+        linux: a & f.linux,
+        dc: a & f.dc,
+        misinformed: a & f.misinformed,
+        exploit_svc: services.exploit_svc.map(|set| set & a),
+        smb: services.smb & a,
+        plc: a & f.plc,
+        edr: a & f.edr,
+        persistent: a & f.persistent,
+        encrypted: a & f.encrypted,
+        isolated: a & f.isolated,
+        restoring: a & f.restoring,
+        honeytoken: a & f.honeytoken,
+        decoy: a & f.decoy,
+        unpatched: services.unpatched & a,
+        comm,
+        acl_open: 0,
+        trainable: 0,
+    };
+    for sub in 0..5 {
+        if state.acl_smb & (1 << sub) == 0 {
+            s.acl_open |= s.subnet[sub];
+        }
+        if state.awareness[sub] < MAX_TRAININGS {
+            s.trainable |= s.subnet[sub];
+        }
+    }
+    s
+}
+
 /// The per-host sets of up to 64 slots (`comm`: the blue channel from the first of them on).
 #[derive(Default)]
 struct Half {
-    active: u64,
     up: u64,
     blocked: u64,
-    subnet: [u64; 6],
     discovered: u64,
     scanned: u64,
     user: u64,
@@ -167,17 +255,16 @@ struct Half {
     comm: u64,
 }
 
-fn half_sets(hosts: &[Host], comm: &[f32]) -> Half {
+/// `active`: the active slots among `hosts[..64]`, the only records read.
+fn half_sets(hosts: &[Host], mut active: u64, comm: &[f32]) -> Half {
     let mut s = Half::default();
-    for (i, h) in hosts.iter().enumerate() {
+    while active != 0 {
+        let i = active.trailing_zeros() as usize;
+        active &= active - 1;
+        let h = &hosts[i];
         let b = 1u64 << i;
-        s.subnet[h.subnet as usize] |= b;
-        if !h.active {
-            continue;
-        }
         // Branch-free accumulation: each flag contributes `b` or 0.
         let m = |c: bool| b & (c as u64).wrapping_neg();
-        s.active |= b;
         s.up |= m(h.online && !h.isolated && !h.restoring);
         s.blocked |= m(h.blocked);
         s.discovered |= m(h.discovered);
@@ -302,6 +389,17 @@ mod tests {
                         let got = host_sets_with(&state, &services);
                         let want = host_sets_reference(&state, &services);
                         assert_eq!(got, want, "{scenario:?} {preset} {seed}");
+                        // Both paths: from the kept flag sets (a stepped state is synced) and
+                        // from the records (a slot written since).
+                        assert!(state.hosts.is_synced() && state.comm.is_synced());
+                        assert_eq!(host_sets_kept(&state, &services), want);
+                        let mut written = state.clone();
+                        let _ = &mut written.hosts[0];
+                        assert!(!written.hosts.is_synced());
+                        assert_eq!(host_sets_with(&written, &services), want);
+                        let mut written = state.clone();
+                        let _ = &mut written.comm[0];
+                        assert_eq!(host_sets_with(&written, &services), want);
                         wide += usize::from(got.active >> 64 != 0);
                         if state.done() {
                             break;

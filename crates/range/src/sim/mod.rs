@@ -22,7 +22,7 @@ mod validity;
 pub use host_sets::{host_sets, host_sets_with, service_sets, HostSets, ServiceSets};
 pub use hypervisor::exploit_probability;
 pub use state::*;
-pub use step::{step, step_with_sets};
+pub use step::{step, step_keeping_sets, step_with_sets};
 pub use validity::{
     adjacency_inputs, adjacency_rows, adjacency_rows_from, all_target_sets, all_target_sets_with,
     can_start, is_valid, is_valid_with, kind_of, target_sets, types_of, write_mask,
@@ -51,14 +51,14 @@ pub fn reset(seed: u64, params: &Params) -> State {
         tick: 0,
         steps: 0,
         has_ot,
-        hosts,
+        hosts: topology::Hosts::new(hosts),
         agents: vec![agent; N_AGENTS],
         in_flight: Vec::with_capacity(8),
         next_seq: 0,
         red: RedState::default(),
         siem,
         physics: has_ot.then(Physics::new),
-        comm: vec![0.0; params.max_hosts],
+        comm: Comm::new(vec![0.0; params.max_hosts]),
         pcap: if params.pcap {
             vec![0.0; PCAP_PACKETS * PCAP_FEATURES]
         } else {

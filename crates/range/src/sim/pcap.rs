@@ -8,9 +8,7 @@ use super::state::{State, PCAP_FEATURES, PCAP_PACKETS};
 /// The packet synthesiser: this step's red traffic first, then benign packets, from the
 /// `pcap` stream.
 pub(super) fn synth_pcap(state: &mut State, params: &Params, ev: &Events) {
-    let active: Vec<usize> = (0..state.hosts.len())
-        .filter(|&i| state.hosts[i].active)
-        .collect();
+    let active: Vec<usize> = crate::topology::slots(state.hosts.active()).collect();
     let max = params.max_hosts as f32;
     let rng = &mut state.rng.pcap;
     for p in 0..PCAP_PACKETS {

@@ -53,8 +53,14 @@ pub(super) fn complete_red(
 ) {
     state.metrics.red_completed += 1;
     let mut sets = [0u128; N_TYPES];
-    match ev.kept_services.as_ref().filter(|_| !ev.services_changed) {
+    match ev.kept_services.as_mut() {
         Some(services) => {
+            // Up to date for the hosts whose services changed so far this step.
+            if ev.services_slots != 0 {
+                services.update_slots(state, ev.services_slots);
+            }
+            state.hosts.sync();
+            state.comm.sync();
             let hs = host_sets_with(state, services);
             target_sets_with(state, params, &hs, RED, &mut sets);
         }
@@ -153,10 +159,12 @@ pub(super) fn complete_red(
 /// target, else the target itself (traffic from the internet).
 pub(super) fn red_source(state: &State, target: usize) -> u16 {
     let t = &state.hosts[target];
-    state
-        .hosts
-        .iter()
-        .position(|h| h.privilege > 0 && h.up() && topology::reaches(h, t))
+    // `up` implies active: only the active slots can be a source.
+    topology::slots(state.hosts.active())
+        .find(|&i| {
+            let h = &state.hosts[i];
+            h.privilege > 0 && h.up() && topology::reaches(h, t)
+        })
         .unwrap_or(target) as u16
 }
 
@@ -165,7 +173,9 @@ pub(super) fn apply_red(state: &mut State, kind: usize, target: usize, ev: &mut 
     match kind {
         R_DISCOVERY => {
             let from = state.hosts[target].clone();
-            for h in state.hosts.iter_mut() {
+            // Only an up, hence active, host is reached.
+            for i in topology::slots(state.hosts.active()) {
+                let h = &mut state.hosts[i];
                 if topology::reaches(&from, h) {
                     h.discovered = true;
                 }
@@ -177,8 +187,9 @@ pub(super) fn apply_red(state: &mut State, kind: usize, target: usize, ev: &mut 
         R_NETWORK_SCAN => {
             // The target's whole subnet, as far as red knows it.
             let subnet = state.hosts[target].subnet;
-            for h in state.hosts.iter_mut() {
-                if h.active && h.discovered && h.subnet == subnet {
+            for i in topology::slots(state.hosts.active() & state.hosts.subnet(subnet)) {
+                let h = &mut state.hosts[i];
+                if h.discovered {
                     h.scanned = true;
                 }
             }

@@ -3,7 +3,7 @@
 //! [`rules`] is the registry.
 
 use crate::params::{Params, Scenario};
-use crate::topology::{Host, CORPORATE, SECURE};
+use crate::topology::{slots, Host, CORPORATE, SECURE};
 use crate::{N_AGENTS, RED};
 
 use super::events::Events;
@@ -69,9 +69,8 @@ static APT_ESPIONAGE: Rules = Rules {
     },
     terminal: |state, _| {
         state.metrics.ever_infected
-            && state
-                .hosts
-                .iter()
+            && slots(state.hosts.active())
+                .map(|i| &state.hosts[i])
                 .filter(|h| h.compromised())
                 .all(|h| h.isolated)
     },
@@ -107,12 +106,29 @@ fn ransomware_rewards(state: &State, ev: &Events) -> [f64; N_AGENTS] {
         + 5.0 * f64::from(ev.root_gained)
         + 10.0 * f64::from(ev.compromised_new)
         + if ev.kinetic { 10_000.0 } else { 0.0 };
-    let (mut total, mut clean, mut isolated) = (0u32, 0u32, 0u32);
-    for h in state.hosts.iter().filter(|h| h.active && !h.decoy) {
-        total += 1;
-        clean += u32::from(h.privilege == 0 && !h.encrypted);
-        isolated += u32::from(h.isolated);
-    }
+    // Real hosts (active, not decoys): all, clean, isolated.
+    let (total, clean, isolated) = if state.hosts.is_synced() {
+        // From the slot sets (the step syncs them before the rewards).
+        let f = state.hosts.flags();
+        let real = state.hosts.active() & !f.decoy;
+        (
+            real.count_ones(),
+            (real & !f.privileged & !f.encrypted).count_ones(),
+            (real & f.isolated).count_ones(),
+        )
+    } else {
+        let (mut total, mut clean, mut isolated) = (0u32, 0u32, 0u32);
+        for i in slots(state.hosts.active()) {
+            let h = &state.hosts[i];
+            if h.decoy {
+                continue;
+            }
+            total += 1;
+            clean += u32::from(h.privilege == 0 && !h.encrypted);
+            isolated += u32::from(h.isolated);
+        }
+        (total, clean, isolated)
+    };
     let total = f64::from(total.max(1));
     let health = f64::from(clean) / total;
     let downtime = 5.0 * f64::from(isolated) / total;
@@ -138,10 +154,9 @@ fn kinetic(state: &State, ev: &Events) -> bool {
 /// Every real (active, not decoy) host matching `pred` is compromised, and there is one.
 fn all_compromised(state: &State, pred: impl Fn(&Host) -> bool) -> bool {
     let mut n = 0;
-    for h in state
-        .hosts
-        .iter()
-        .filter(|h| h.active && !h.decoy && pred(h))
+    for h in slots(state.hosts.active())
+        .map(|i| &state.hosts[i])
+        .filter(|h| !h.decoy && pred(h))
     {
         if h.privilege == 0 {
             return false;

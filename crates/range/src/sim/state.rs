@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::physics::Physics;
 use crate::rng::Rng;
 use crate::siem::Siem;
-use crate::topology::{Host, CORPORATE, DMZ, GUEST, OT, SECURE};
+use crate::topology::{Hosts, CORPORATE, DMZ, GUEST, OT, SECURE};
 use crate::N_AGENTS;
 
 /// Subnets each blue agent defends (bit per subnet): blue_dmz DMZ + Guest, blue_internal
@@ -143,7 +143,7 @@ pub struct State {
     pub tick: u64,
     pub steps: u64,
     pub has_ot: bool,
-    pub hosts: Vec<Host>,
+    pub hosts: Hosts,
     pub agents: Vec<AgentState>,
     pub in_flight: Vec<InFlight>,
     pub next_seq: u64,
@@ -151,7 +151,7 @@ pub struct State {
     pub siem: Siem,
     pub physics: Option<Physics>,
     /// The blue agents' shared channel, one entry per slot.
-    pub comm: Vec<f32>,
+    pub comm: Comm,
     /// The synthesised packets of the last step (empty unless `Params::pcap`).
     pub pcap: Vec<f32>,
     pub decoys_deployed: [u8; 3],
@@ -169,5 +169,97 @@ pub struct State {
 impl State {
     pub fn done(&self) -> bool {
         self.terminated || self.truncated
+    }
+}
+
+/// The blue agents' shared channel: one `f32` per slot, with the set of slots whose entry is
+/// not zero kept beside it (what [`super::host_sets_with`] reads, a few bytes where the
+/// entries are 400 bytes of cold memory at thousands of sub-envs). Serialises, compares and
+/// prints as the `Vec<f32>` it derefs to; an entry is written through `comm[i]` (which marks
+/// the slot for [`Comm::sync`]); [`Comm::nonzero`] is exact after a sync (`is_synced`).
+#[derive(Clone, Default)]
+pub struct Comm {
+    values: Vec<f32>,
+    nonzero: u128,
+    dirty: u128,
+}
+
+impl Comm {
+    pub fn new(values: Vec<f32>) -> Comm {
+        let mut comm = Comm {
+            values,
+            nonzero: 0,
+            dirty: 0,
+        };
+        for i in 0..comm.values.len().min(128) {
+            comm.dirty |= 1 << i;
+        }
+        comm.sync();
+        comm
+    }
+
+    /// Re-derives the marked slots' bits from their entries.
+    pub fn sync(&mut self) {
+        for i in crate::topology::slots(self.dirty) {
+            let b = 1u128 << i;
+            let on = self.values.get(i).is_some_and(|c| *c != 0.0);
+            self.nonzero = (self.nonzero & !b) | (b & (on as u128).wrapping_neg());
+        }
+        self.dirty = 0;
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.dirty == 0
+    }
+
+    /// The slots whose entry is not zero, as of the last [`Comm::sync`].
+    pub fn nonzero(&self) -> u128 {
+        self.nonzero
+    }
+}
+
+impl std::ops::Deref for Comm {
+    type Target = Vec<f32>;
+    fn deref(&self) -> &Vec<f32> {
+        &self.values
+    }
+}
+
+impl<I: std::slice::SliceIndex<[f32]>> std::ops::Index<I> for Comm {
+    type Output = I::Output;
+    fn index(&self, i: I) -> &I::Output {
+        &self.values[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Comm {
+    fn index_mut(&mut self, i: usize) -> &mut f32 {
+        let v = &mut self.values[i];
+        self.dirty |= 1 << i;
+        v
+    }
+}
+
+impl PartialEq for Comm {
+    fn eq(&self, other: &Comm) -> bool {
+        self.values == other.values
+    }
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.values.fmt(f)
+    }
+}
+
+impl Serialize for Comm {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.values.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Comm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Comm, D::Error> {
+        Vec::<f32>::deserialize(d).map(Comm::new)
     }
 }

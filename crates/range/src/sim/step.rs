@@ -31,7 +31,23 @@ pub fn step_with_sets(
     sets: &[[u128; N_TYPES]; N_AGENTS],
     services: &ServiceSets,
 ) -> bool {
-    step_inner(state, actions, params, Some(sets), Some(services))
+    step_inner(state, actions, params, Some(sets), Some(services)) != 0
+}
+
+/// [`step_with_sets`] bringing the caller's kept service sets up to date itself: from the
+/// hosts whose services may have changed only (a patched or arriving host, a decoy), not
+/// every host's.
+pub fn step_keeping_sets(
+    state: &mut State,
+    actions: &JointAction,
+    params: &Params,
+    sets: &[[u128; N_TYPES]; N_AGENTS],
+    services: &mut ServiceSets,
+) {
+    let changed = step_inner(state, actions, params, Some(sets), Some(services));
+    if changed != 0 {
+        services.update_slots(state, changed);
+    }
 }
 
 pub(super) fn step_inner(
@@ -40,10 +56,14 @@ pub(super) fn step_inner(
     params: &Params,
     sets: Option<&[[u128; N_TYPES]; N_AGENTS]>,
     services: Option<&ServiceSets>,
-) -> bool {
+) -> u128 {
     if state.done() {
-        return false;
+        return 0;
     }
+    // The host slots' flag sets are exact from here on to the end of the step (a caller may
+    // have written records).
+    state.hosts.sync();
+    state.comm.sync();
     state.last.new_logs.clear();
     state.last.evicted_subnets = 0;
     state.last.rewards = [0.0; N_AGENTS];
@@ -87,6 +107,8 @@ pub(super) fn step_inner(
         state.tick += 1;
         tick(state, params, &mut ev);
     }
+    state.hosts.sync();
+    state.comm.sync();
     state.last.delta_ticks = state.tick - from;
     state.steps += 1;
 
@@ -100,7 +122,7 @@ pub(super) fn step_inner(
     if state.tick >= params.max_ticks {
         state.truncated = true;
     }
-    ev.services_changed
+    ev.services_slots
 }
 
 /// Starts an action and returns the energy it cost.
@@ -147,29 +169,23 @@ pub(super) fn tick(state: &mut State, params: &Params, ev: &mut Events) {
         }
     }
     green::green(state, params);
-    if churn::churn(state, params) {
+    if let Some(slot) = churn::churn(state, params) {
         ev.services_changed = true;
+        ev.services_slots |= 1 << slot;
     }
     if let Some(ph) = state.physics.as_mut() {
         if ph.tick(params, &mut state.rng.physics) {
             ev.kinetic = true;
         }
     }
-    // Persistence, uptime.
-    let mut up = 0u32;
-    let mut total = 0u32;
-    for h in &state.hosts {
-        if !h.active || h.decoy {
-            continue;
-        }
-        total += 1;
-        if h.up() && !h.encrypted {
-            up += 1;
-        }
-        if h.privilege > 0 && h.persistent && h.up() {
-            ev.persistence_ticks += 1;
-        }
-    }
+    // Persistence, uptime: over the real hosts (active, not decoys), from the slot sets.
+    state.hosts.sync();
+    let f = state.hosts.flags();
+    let real = state.hosts.active() & !f.decoy;
+    let is_up = real & f.online & !f.isolated & !f.restoring;
+    let total = real.count_ones();
+    let up = (is_up & !f.encrypted).count_ones();
+    ev.persistence_ticks += (is_up & f.privileged & f.persistent).count_ones();
     if total > 0 {
         state.metrics.uptime_sum += f64::from(up) / f64::from(total);
     }
@@ -218,5 +234,71 @@ mod tests {
             }
         }
         assert!(changes > 50, "services changed only {changes} times");
+    }
+
+    /// Service sets kept by `step_keeping_sets` (updated from the changed hosts only, also
+    /// mid-step for red's completions, which `complete_red` checks against fresh sets in unit
+    /// tests) equal fresh ones after every step, in every scenario and preset.
+    #[test]
+    fn service_sets_kept_by_the_step_equal_fresh_ones() {
+        let mut changes = 0;
+        for scenario in SCENARIOS {
+            for preset in PRESETS {
+                let params = Params::new(scenario).with_preset(preset).unwrap();
+                for seed in 0..4 {
+                    let mut state = crate::sim::reset(seed, &params);
+                    let mut kept = service_sets(&state);
+                    let mut sampler = ActionSampler::new(seed);
+                    let mut mask = vec![0i8; params.mask_len()];
+                    for _ in 0..400 {
+                        if state.done() {
+                            break;
+                        }
+                        let sets =
+                            all_target_sets_with(&state, &params, &host_sets_with(&state, &kept));
+                        let joint = sampler.joint(&state, &params, &mut mask);
+                        let before = kept.clone();
+                        step_keeping_sets(&mut state, &joint, &params, &sets, &mut kept);
+                        changes += usize::from(kept != before);
+                        assert_eq!(kept, service_sets(&state), "{scenario:?} {preset} {seed}");
+                    }
+                }
+            }
+        }
+        assert!(changes > 50, "services changed only {changes} times");
+    }
+
+    /// The host slots' kept sets (active, per subnet) equal the records' after every step, in
+    /// every scenario and preset, over episodes where hosts arrive, decoys are deployed and
+    /// hosts move subnets.
+    #[test]
+    fn kept_host_slot_sets_equal_the_records() {
+        let mut changes = 0;
+        for scenario in SCENARIOS {
+            for preset in PRESETS {
+                let params = Params::new(scenario).with_preset(preset).unwrap();
+                for seed in 0..4 {
+                    let mut state = crate::sim::reset(seed, &params);
+                    assert!(state.hosts.sets_consistent());
+                    let mut sampler = ActionSampler::new(seed);
+                    let mut mask = vec![0i8; params.mask_len()];
+                    for _ in 0..400 {
+                        if state.done() {
+                            break;
+                        }
+                        let joint = sampler.joint(&state, &params, &mut mask);
+                        let before = (state.hosts.active(), *state.hosts.subnets());
+                        step(&mut state, &joint, &params);
+                        changes +=
+                            usize::from(before != (state.hosts.active(), *state.hosts.subnets()));
+                        assert!(
+                            state.hosts.sets_consistent(),
+                            "{scenario:?} {preset} seed {seed}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(changes > 50, "slot sets changed only {changes} times");
     }
 }

@@ -296,11 +296,16 @@ pub fn write_mask_with(
     let (shown, rest) = slots.split_at_mut(n);
     // Eight slots per table look-up rather than a 128-bit shift per slot (four masks of up to
     // 124 slots per step).
-    for (k, chunk) in shown.chunks_mut(8).enumerate() {
+    let mut chunks = shown.chunks_exact_mut(8);
+    for (k, chunk) in (&mut chunks).enumerate() {
         let bytes = BIT_BYTES[((hosts >> (8 * k)) & 0xff) as usize].to_le_bytes();
-        for (bit, b) in chunk.iter_mut().zip(bytes) {
-            *bit = b as i8;
-        }
+        chunk.copy_from_slice(&bytes.map(|b| b as i8));
+    }
+    // The last, shorter chunk (`k % 16`: no shift past the set when there is none).
+    let k = n / 8;
+    let bytes = BIT_BYTES[((hosts >> (8 * (k % 16))) & 0xff) as usize].to_le_bytes();
+    for (bit, b) in chunks.into_remainder().iter_mut().zip(bytes) {
+        *bit = b as i8;
     }
     rest.fill(0);
 }
