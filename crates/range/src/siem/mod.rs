@@ -29,7 +29,7 @@ pub struct LogLine {
     /// 0 benign (green, background, incidents); otherwise 1 + the red action type that caused
     /// it (red type 0 is an action).
     pub source: u8,
-    /// Shared with the step's `new_logs` (a count, not a copy); serialised as a string.
+    /// Serialised as a string (the step's `new_logs` refer to the line, not to its text).
     #[serde(with = "shared_str")]
     pub text: Arc<str>,
     /// The hashed tokens: bucket in the low 7 bits, sign in the top bit. Derived from `text`
@@ -50,26 +50,6 @@ pub(crate) mod shared_str {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Arc<str>, D::Error> {
         String::deserialize(de).map(Arc::from)
-    }
-
-    /// The same for a list of them.
-    pub mod list {
-        use std::sync::Arc;
-
-        use serde::ser::SerializeSeq;
-        use serde::{Deserialize, Deserializer, Serializer};
-
-        pub fn serialize<S: Serializer>(v: &[Arc<str>], ser: S) -> Result<S::Ok, S::Error> {
-            let mut seq = ser.serialize_seq(Some(v.len()))?;
-            for s in v {
-                seq.serialize_element(&**s)?;
-            }
-            seq.end()
-        }
-
-        pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<Arc<str>>, D::Error> {
-            Vec::<String>::deserialize(de).map(|v| v.into_iter().map(Arc::from).collect())
-        }
     }
 }
 
