@@ -11,9 +11,11 @@ use super::blue::detect;
 use super::state::{State, BLUE_SUBNETS};
 
 thread_local! {
-    /// The text of the line being rendered, reused for every line this thread renders (its
-    /// bytes are copied into the line's `Arc<str>`); nothing of it outlives a line.
-    static TEXT: RefCell<String> = RefCell::new(String::with_capacity(512));
+    /// The text and features of the line being rendered, reused for every line this thread
+    /// renders (their bytes are copied into the line's `Arc<str>` and `Features`); nothing of
+    /// them outlives a line.
+    static LINE: RefCell<(String, Vec<u8>)> =
+        RefCell::new((String::with_capacity(512), Vec::with_capacity(64)));
 }
 
 /// Writes a SIEM line (visible after the log latency).
@@ -39,9 +41,12 @@ pub(super) fn emit(
     };
     state.siem.next_record += 1;
     let rng = &mut state.rng.siem;
-    let (text, features) = TEXT.with_borrow_mut(|buf| {
-        let features = siem::render_line_into(&ctx, rng, buf);
-        (Arc::<str>::from(buf.as_str()), features)
+    let (text, features) = LINE.with_borrow_mut(|(text, features)| {
+        siem::render_line_reusing(&ctx, rng, text, features);
+        (
+            Arc::<str>::from(text.as_str()),
+            siem::Features::from_slice(features),
+        )
     });
     state.siem.pending.push_back(LogLine {
         visible_at: state.tick + params.log_latency,
@@ -83,7 +88,7 @@ pub(super) fn release_logs(state: &mut State, params: &Params) {
                 keyword,
             )
             .into();
-            let features = siem::features(&text);
+            let features = siem::features(&text).into();
             let subnet = h.subnet;
             detect(state, host);
             push_buffer(
