@@ -214,7 +214,7 @@ impl RangeEnv {
         // Reuses the strings' allocations.
         let logs = &mut self.transition.logs;
         logs.truncate(state.last.new_logs.len());
-        for (i, line) in state.last.new_logs.iter().enumerate() {
+        for (i, line) in state.new_logs().enumerate() {
             match logs.get_mut(i) {
                 Some(s) => {
                     s.clear();
@@ -421,7 +421,7 @@ pub fn render_transition(state: &State, params: &Params) -> Transition {
     }
     Transition {
         agents,
-        logs: state.last.new_logs.iter().map(|l| l.to_string()).collect(),
+        logs: state.new_logs().map(str::to_string).collect(),
     }
 }
 

@@ -29,12 +29,81 @@ pub struct LogLine {
     /// 0 benign (green, background, incidents); otherwise 1 + the red action type that caused
     /// it (red type 0 is an action).
     pub source: u8,
-    /// Shared with the step's `new_logs` (a count, not a copy); serialised as a string.
+    /// Serialised as a string (the step's `new_logs` refer to the line, not to its text).
     #[serde(with = "shared_str")]
     pub text: Arc<str>,
     /// The hashed tokens: bucket in the low 7 bits, sign in the top bit. Derived from `text`
     /// with the fixed encoder; kept so that an embedding costs no hashing.
-    pub features: Vec<u8>,
+    pub features: Features,
+}
+
+/// A line's features: up to [`Features::INLINE`] bytes (every rendered line's, in practice)
+/// inside the line itself, so that a line costs no heap block for them (allocated when it is
+/// written, freed cold when it is evicted) and an embedding reads them beside the line;
+/// longer ones on the heap. Derefs to `[u8]`; serialises, compares and prints as the
+/// `Vec<u8>` it was.
+#[derive(Clone)]
+pub enum Features {
+    Inline(u8, [u8; Features::INLINE]),
+    Heap(Vec<u8>),
+}
+
+impl Features {
+    pub const INLINE: usize = 46;
+
+    pub fn from_slice(f: &[u8]) -> Features {
+        if f.len() <= Features::INLINE {
+            let mut a = [0u8; Features::INLINE];
+            a[..f.len()].copy_from_slice(f);
+            Features::Inline(f.len() as u8, a)
+        } else {
+            Features::Heap(f.to_vec())
+        }
+    }
+}
+
+impl From<Vec<u8>> for Features {
+    fn from(v: Vec<u8>) -> Features {
+        if v.len() <= Features::INLINE {
+            Features::from_slice(&v)
+        } else {
+            Features::Heap(v)
+        }
+    }
+}
+
+impl std::ops::Deref for Features {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Features::Inline(n, a) => &a[..*n as usize],
+            Features::Heap(v) => v,
+        }
+    }
+}
+
+impl PartialEq for Features {
+    fn eq(&self, other: &Features) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for Features {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl Serialize for Features {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Features {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Features, D::Error> {
+        Vec::<u8>::deserialize(d).map(Features::from)
+    }
 }
 
 /// Serde for `Arc<str>` as a plain string (what a `String` field wrote), without serde's
@@ -50,26 +119,6 @@ pub(crate) mod shared_str {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Arc<str>, D::Error> {
         String::deserialize(de).map(Arc::from)
-    }
-
-    /// The same for a list of them.
-    pub mod list {
-        use std::sync::Arc;
-
-        use serde::ser::SerializeSeq;
-        use serde::{Deserialize, Deserializer, Serializer};
-
-        pub fn serialize<S: Serializer>(v: &[Arc<str>], ser: S) -> Result<S::Ok, S::Error> {
-            let mut seq = ser.serialize_seq(Some(v.len()))?;
-            for s in v {
-                seq.serialize_element(&**s)?;
-            }
-            seq.end()
-        }
-
-        pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<Arc<str>>, D::Error> {
-            Vec::<String>::deserialize(de).map(|v| v.into_iter().map(Arc::from).collect())
-        }
     }
 }
 
@@ -144,7 +193,7 @@ impl Template {
 mod flavor;
 mod text;
 pub use flavor::{benign_image, Flavor, BENIGN, FALSE_POSITIVE, RED_FLAVOR};
-pub use text::{render, render_line, render_line_into};
+pub use text::{render, render_line, render_line_into, render_line_reusing};
 
 const USERS: [&str; 6] = [
     "alice",
@@ -386,6 +435,27 @@ pub fn incident_text(unix: i64, stage: u8, host: u32, keyword: &str) -> String {
 mod tests {
     use super::*;
     use crate::actions::R_DUMP_LSASS;
+
+    /// `Features`, inline or on the heap, derefs, compares, serialises and prints as the
+    /// `Vec<u8>` it is made from, at every length around the inline capacity.
+    #[test]
+    fn features_behave_as_the_vec() {
+        for n in 0..=2 * Features::INLINE + 3 {
+            let v: Vec<u8> = (0..n).map(|i| (i * 37 + n) as u8).collect();
+            let (a, b) = (Features::from_slice(&v), Features::from(v.clone()));
+            assert_eq!(matches!(a, Features::Inline(..)), n <= Features::INLINE);
+            assert_eq!((&*a, &*b), (&v[..], &v[..]));
+            assert_eq!(a, Features::Heap(v.clone()));
+            assert_eq!(format!("{a:?}"), format!("{v:?}"));
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(serde_json::to_string(&a).unwrap(), json);
+            let back: Features = serde_json::from_str(&json).unwrap();
+            assert_eq!(&*back, &v[..]);
+            let mut w = v.clone();
+            w.push(1);
+            assert_ne!(a, Features::from(w));
+        }
+    }
 
     #[test]
     fn fnv_reference_values() {

@@ -91,7 +91,21 @@ pub fn render_line(ctx: &LineCtx<'_>, rng: &mut Rng) -> (String, Vec<u8>) {
 /// keeps: the core copies each line once, into its shared `Arc<str>`, instead of allocating,
 /// growing and freeing a `String` per line.
 pub fn render_line_into(ctx: &LineCtx<'_>, rng: &mut Rng, text: &mut String) -> Vec<u8> {
+    let mut features = Vec::with_capacity(40);
+    render_line_reusing(ctx, rng, text, &mut features);
+    features
+}
+
+/// [`render_line_into`] with the features into `features` (cleared first) too, whose
+/// allocation the caller keeps as well.
+pub fn render_line_reusing(
+    ctx: &LineCtx<'_>,
+    rng: &mut Rng,
+    text: &mut String,
+    features: &mut Vec<u8>,
+) {
     text.clear();
+    features.clear();
     let weights: [f64; 5] = {
         let mut w = [0.0; 5];
         for (i, (_, x)) in ctx.flavor.templates.iter().take(5).enumerate() {
@@ -118,7 +132,7 @@ pub fn render_line_into(ctx: &LineCtx<'_>, rng: &mut Rng, text: &mut String) -> 
 
     let mut l = Line {
         text: std::mem::take(text),
-        features: Vec::with_capacity(40),
+        features: std::mem::take(features),
     };
     if template.sysmon() {
         fixed!(
@@ -241,10 +255,11 @@ pub fn render_line_into(ctx: &LineCtx<'_>, rng: &mut Rng, text: &mut String) -> 
     }
     fixed!(l, "</EventData></Event>");
     if !fast_time {
-        l.features = super::features(&l.text);
+        l.features.clear();
+        super::push_features(l.text.as_bytes(), &mut l.features);
     }
     *text = l.text;
-    l.features
+    *features = l.features;
 }
 
 /// Appends `v` in decimal, as `{}` would.
@@ -450,7 +465,8 @@ mod tests {
     /// Every flavour (every red action's, benign, false positive), with and without a benign
     /// image, success or not, over timestamps from year 0 to past 9999, record ids and
     /// addresses up to their maxima: the same text and the same stream position as the
-    /// `write!` renderer, features equal to those of the text, and every template reached.
+    /// `write!` renderer, features equal to those of the text (also rendered into the last
+    /// line's buffers), and every template reached.
     #[test]
     fn render_equals_the_write_renderer() {
         let flavors: Vec<&Flavor> = RED_FLAVOR
@@ -470,6 +486,7 @@ mod tests {
             253_402_300_800, // year 10000: the format! path
             951_782_400,     // 2000-02-29
         ];
+        let mut kept = (String::new(), Vec::new());
         for k in 0..20_000u64 {
             let flavor = flavors[k as usize % flavors.len()];
             let image = (k % 3 == 0).then(|| benign_image(&mut draw));
@@ -502,6 +519,11 @@ mod tests {
             assert_eq!(got, want);
             assert_eq!(features, crate::siem::features(&want), "{want}");
             assert_eq!(a, b, "the same draws");
+            // Into the last line's buffers, as the core renders.
+            let mut c = Rng::new(k, "siem");
+            render_line_reusing(&ctx, &mut c, &mut kept.0, &mut kept.1);
+            assert_eq!((&kept.0, &kept.1), (&want, &features));
+            assert_eq!(c, b);
             let id = &want[want.find("<EventID>").unwrap() + 9..want.find("</EventID>").unwrap()];
             seen.insert(id.to_owned());
         }

@@ -1,13 +1,15 @@
 //! The state of an episode: plain data, serde, everything `step` reads or writes (random
 //! stream positions included), so the reset contract can fingerprint it whole.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
+use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize};
 
 use crate::physics::Physics;
 use crate::rng::Rng;
-use crate::siem::Siem;
+use crate::siem::{LogLine, Siem};
 use crate::topology::{Hosts, CORPORATE, DMZ, GUEST, OT, SECURE};
 use crate::N_AGENTS;
 
@@ -121,23 +123,88 @@ pub struct Streams {
 
 /// What the last step showed (the outputs of `step`, kept in the state so the core stays a
 /// pure function of it).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct StepOut {
     pub rewards: [f64; N_AGENTS],
     pub invalid: [bool; N_AGENTS],
     /// Target slot of each agent's action, -1 for Sleep.
     pub target: [i64; N_AGENTS],
     pub delta_ticks: u64,
-    /// SIEM lines that became visible during the step (including `[INCIDENT]` lines), the
-    /// buffer's own text (no copy per line); serialised as strings.
-    #[serde(with = "crate::siem::shared_str::list")]
-    pub new_logs: Vec<Arc<str>>,
+    /// SIEM lines that became visible during the step (including `[INCIDENT]` lines): the
+    /// newest lines of the SIEM buffer, referred to, not copied ([`State::new_logs`] reads
+    /// them); serialised (with the state) as strings.
+    pub new_logs: NewLogs,
     /// Subnets (bit per subnet) whose lines were pushed out of the rolling buffer this step.
     pub evicted_subnets: u8,
 }
 
+/// The SIEM lines that became visible during a step, in order: the newest `in_buffer` lines of
+/// the SIEM buffer, after the `spilled` ones, which the same step pushed out of the buffer (or,
+/// in a deserialised state, every line). Referring to the buffer's lines instead of holding
+/// their text means no reference count is touched when a line is released or when the next
+/// step starts (at thousands of sub-envs, each such touch was a cache miss).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NewLogs {
+    spilled: Vec<Arc<str>>,
+    in_buffer: usize,
+}
+
+impl NewLogs {
+    /// How many lines.
+    pub fn len(&self) -> usize {
+        self.spilled.len() + self.in_buffer
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The lines' text, oldest first; `buffer` is the state's SIEM buffer.
+    pub fn iter<'a>(&'a self, buffer: &'a VecDeque<LogLine>) -> impl Iterator<Item = &'a str> {
+        let tail = buffer.len().saturating_sub(self.in_buffer);
+        self.spilled
+            .iter()
+            .map(|s| &**s)
+            .chain(buffer.range(tail..).map(|l| &*l.text))
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.spilled.clear();
+        self.in_buffer = 0;
+    }
+
+    /// A line of the step was pushed onto the buffer.
+    pub(crate) fn pushed(&mut self) {
+        self.in_buffer += 1;
+    }
+
+    /// `line` left the front of the buffer, which now holds `left` lines: if it was one of
+    /// the step's, its text is kept.
+    pub(crate) fn evicted(&mut self, line: LogLine, left: usize) {
+        if self.in_buffer > left {
+            self.in_buffer -= 1;
+            self.spilled.push(line.text);
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NewLogs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NewLogs, D::Error> {
+        Ok(NewLogs {
+            spilled: Vec::<String>::deserialize(d)?
+                .into_iter()
+                .map(Arc::from)
+                .collect(),
+            in_buffer: 0,
+        })
+    }
+}
+
 /// Everything an episode depends on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialises (field by field, in this order) and compares as if `last.new_logs` were the
+/// list of its lines' text.
+#[derive(Debug, Clone, Deserialize)]
 pub struct State {
     pub seed: u64,
     pub tick: u64,
@@ -169,6 +236,193 @@ pub struct State {
 impl State {
     pub fn done(&self) -> bool {
         self.terminated || self.truncated
+    }
+
+    /// The text of the SIEM lines that became visible during the last step, oldest first.
+    pub fn new_logs(&self) -> impl Iterator<Item = &str> {
+        self.last.new_logs.iter(&self.siem.buffer)
+    }
+}
+
+/// The serialised form of a [`State`]: the same fields, in the same order, under the same
+/// names, with `last.new_logs` written as the list of the lines' text.
+#[derive(Serialize)]
+#[serde(rename = "State")]
+struct StateRepr<'a> {
+    seed: &'a u64,
+    tick: &'a u64,
+    steps: &'a u64,
+    has_ot: &'a bool,
+    hosts: &'a Hosts,
+    agents: &'a Vec<AgentState>,
+    in_flight: &'a Vec<InFlight>,
+    next_seq: &'a u64,
+    red: &'a RedState,
+    siem: &'a Siem,
+    physics: &'a Option<Physics>,
+    comm: &'a Comm,
+    pcap: &'a Vec<f32>,
+    decoys_deployed: &'a [u8; 3],
+    acl_smb: &'a u8,
+    awareness: &'a [u8; 6],
+    metrics: &'a Metrics,
+    rng: &'a Streams,
+    last: StepOutRepr<'a>,
+    terminated: &'a bool,
+    truncated: &'a bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename = "StepOut")]
+struct StepOutRepr<'a> {
+    rewards: &'a [f64; N_AGENTS],
+    invalid: &'a [bool; N_AGENTS],
+    target: &'a [i64; N_AGENTS],
+    delta_ticks: &'a u64,
+    new_logs: LinesRepr<'a>,
+    evicted_subnets: &'a u8,
+}
+
+struct LinesRepr<'a>(&'a State);
+
+impl Serialize for LinesRepr<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut seq = ser.serialize_seq(Some(self.0.last.new_logs.len()))?;
+        for text in self.0.new_logs() {
+            seq.serialize_element(text)?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let State {
+            seed,
+            tick,
+            steps,
+            has_ot,
+            hosts,
+            agents,
+            in_flight,
+            next_seq,
+            red,
+            siem,
+            physics,
+            comm,
+            pcap,
+            decoys_deployed,
+            acl_smb,
+            awareness,
+            metrics,
+            rng,
+            last,
+            terminated,
+            truncated,
+        } = self;
+        let StepOut {
+            rewards,
+            invalid,
+            target,
+            delta_ticks,
+            new_logs: _,
+            evicted_subnets,
+        } = last;
+        StateRepr {
+            seed,
+            tick,
+            steps,
+            has_ot,
+            hosts,
+            agents,
+            in_flight,
+            next_seq,
+            red,
+            siem,
+            physics,
+            comm,
+            pcap,
+            decoys_deployed,
+            acl_smb,
+            awareness,
+            metrics,
+            rng,
+            last: StepOutRepr {
+                rewards,
+                invalid,
+                target,
+                delta_ticks,
+                new_logs: LinesRepr(self),
+                evicted_subnets,
+            },
+            terminated,
+            truncated,
+        }
+        .serialize(ser)
+    }
+}
+
+impl PartialEq for State {
+    fn eq(&self, other: &State) -> bool {
+        let State {
+            seed,
+            tick,
+            steps,
+            has_ot,
+            hosts,
+            agents,
+            in_flight,
+            next_seq,
+            red,
+            siem,
+            physics,
+            comm,
+            pcap,
+            decoys_deployed,
+            acl_smb,
+            awareness,
+            metrics,
+            rng,
+            last,
+            terminated,
+            truncated,
+        } = self;
+        let StepOut {
+            rewards,
+            invalid,
+            target,
+            delta_ticks,
+            new_logs,
+            evicted_subnets,
+        } = last;
+        let o = &other.last;
+        *seed == other.seed
+            && *tick == other.tick
+            && *steps == other.steps
+            && *has_ot == other.has_ot
+            && *hosts == other.hosts
+            && *agents == other.agents
+            && *in_flight == other.in_flight
+            && *next_seq == other.next_seq
+            && *red == other.red
+            && *siem == other.siem
+            && *physics == other.physics
+            && *comm == other.comm
+            && *pcap == other.pcap
+            && *decoys_deployed == other.decoys_deployed
+            && *acl_smb == other.acl_smb
+            && *awareness == other.awareness
+            && *metrics == other.metrics
+            && *rng == other.rng
+            && *rewards == o.rewards
+            && *invalid == o.invalid
+            && *target == o.target
+            && *delta_ticks == o.delta_ticks
+            && new_logs.len() == o.new_logs.len()
+            && self.new_logs().eq(other.new_logs())
+            && *evicted_subnets == o.evicted_subnets
+            && *terminated == other.terminated
+            && *truncated == other.truncated
     }
 }
 
