@@ -198,41 +198,58 @@ mod tests {
     use super::*;
     use crate::params::{PRESETS, SCENARIOS};
     use crate::sampler::ActionSampler;
-    use crate::sim::host_sets::{host_sets_with, service_sets};
+    use crate::sim::host_sets::{host_sets_with, service_sets, ServiceSets};
     use crate::sim::validity::all_target_sets_with;
 
-    /// Service sets kept across steps and recomputed only when `step_with_sets` says so (as
-    /// the batch and the single env keep them) equal fresh ones after every step, in every
-    /// scenario and preset, over episodes where services do change.
-    #[test]
-    fn kept_service_sets_equal_fresh_ones() {
+    /// Plays every scenario and preset, seeds 0 to 3, up to 400 steps each, with the
+    /// sampler's valid actions: `step` takes each step (the state, the joint action, the
+    /// params, where it is, for messages, and whether it is an episode's first step) and says
+    /// whether what it watches changed; returns how many steps changed it.
+    fn count_changes_everywhere(
+        mut step: impl FnMut(&mut State, &JointAction, &Params, &str, bool) -> bool,
+    ) -> usize {
         let mut changes = 0;
         for scenario in SCENARIOS {
             for preset in PRESETS {
                 let params = Params::new(scenario).with_preset(preset).unwrap();
                 for seed in 0..4 {
                     let mut state = crate::sim::reset(seed, &params);
-                    let mut kept = service_sets(&state);
                     let mut sampler = ActionSampler::new(seed);
                     let mut mask = vec![0i8; params.mask_len()];
-                    for _ in 0..400 {
+                    let at = format!("{scenario:?} {preset} seed {seed}");
+                    for k in 0..400 {
                         if state.done() {
                             break;
                         }
-                        let sets =
-                            all_target_sets_with(&state, &params, &host_sets_with(&state, &kept));
                         let joint = sampler.joint(&state, &params, &mut mask);
-                        let before = service_sets(&state);
-                        if step_with_sets(&mut state, &joint, &params, &sets, &kept) {
-                            kept = service_sets(&state);
-                        }
-                        let fresh = service_sets(&state);
-                        changes += usize::from(fresh != before);
-                        assert_eq!(kept, fresh, "{scenario:?} {preset} seed {seed}");
+                        changes += usize::from(step(&mut state, &joint, &params, &at, k == 0));
                     }
                 }
             }
         }
+        changes
+    }
+
+    /// Service sets kept across steps and recomputed only when `step_with_sets` says so (as
+    /// the batch and the single env keep them) equal fresh ones after every step, in every
+    /// scenario and preset, over episodes where services do change.
+    #[test]
+    fn kept_service_sets_equal_fresh_ones() {
+        let mut kept = ServiceSets::default();
+        let changes = count_changes_everywhere(|state, joint, params, at, first| {
+            if first {
+                kept = service_sets(state);
+            }
+            let kept = &mut kept;
+            let sets = all_target_sets_with(state, params, &host_sets_with(state, kept));
+            let before = service_sets(state);
+            if step_with_sets(state, joint, params, &sets, kept) {
+                *kept = service_sets(state);
+            }
+            let fresh = service_sets(state);
+            assert_eq!(*kept, fresh, "{at}");
+            fresh != before
+        });
         assert!(changes > 50, "services changed only {changes} times");
     }
 
@@ -241,30 +258,18 @@ mod tests {
     /// tests) equal fresh ones after every step, in every scenario and preset.
     #[test]
     fn service_sets_kept_by_the_step_equal_fresh_ones() {
-        let mut changes = 0;
-        for scenario in SCENARIOS {
-            for preset in PRESETS {
-                let params = Params::new(scenario).with_preset(preset).unwrap();
-                for seed in 0..4 {
-                    let mut state = crate::sim::reset(seed, &params);
-                    let mut kept = service_sets(&state);
-                    let mut sampler = ActionSampler::new(seed);
-                    let mut mask = vec![0i8; params.mask_len()];
-                    for _ in 0..400 {
-                        if state.done() {
-                            break;
-                        }
-                        let sets =
-                            all_target_sets_with(&state, &params, &host_sets_with(&state, &kept));
-                        let joint = sampler.joint(&state, &params, &mut mask);
-                        let before = kept.clone();
-                        step_keeping_sets(&mut state, &joint, &params, &sets, &mut kept);
-                        changes += usize::from(kept != before);
-                        assert_eq!(kept, service_sets(&state), "{scenario:?} {preset} {seed}");
-                    }
-                }
+        let mut kept = ServiceSets::default();
+        let changes = count_changes_everywhere(|state, joint, params, at, first| {
+            if first {
+                kept = service_sets(state);
             }
-        }
+            let kept = &mut kept;
+            let sets = all_target_sets_with(state, params, &host_sets_with(state, kept));
+            let before = kept.clone();
+            step_keeping_sets(state, joint, params, &sets, kept);
+            assert_eq!(*kept, service_sets(state), "{at}");
+            *kept != before
+        });
         assert!(changes > 50, "services changed only {changes} times");
     }
 
@@ -273,32 +278,15 @@ mod tests {
     /// hosts move subnets.
     #[test]
     fn kept_host_slot_sets_equal_the_records() {
-        let mut changes = 0;
-        for scenario in SCENARIOS {
-            for preset in PRESETS {
-                let params = Params::new(scenario).with_preset(preset).unwrap();
-                for seed in 0..4 {
-                    let mut state = crate::sim::reset(seed, &params);
-                    assert!(state.hosts.sets_consistent());
-                    let mut sampler = ActionSampler::new(seed);
-                    let mut mask = vec![0i8; params.mask_len()];
-                    for _ in 0..400 {
-                        if state.done() {
-                            break;
-                        }
-                        let joint = sampler.joint(&state, &params, &mut mask);
-                        let before = (state.hosts.active(), *state.hosts.subnets());
-                        step(&mut state, &joint, &params);
-                        changes +=
-                            usize::from(before != (state.hosts.active(), *state.hosts.subnets()));
-                        assert!(
-                            state.hosts.sets_consistent(),
-                            "{scenario:?} {preset} seed {seed}"
-                        );
-                    }
-                }
+        let changes = count_changes_everywhere(|state, joint, params, at, first| {
+            if first {
+                assert!(state.hosts.sets_consistent(), "{at}, after the reset");
             }
-        }
+            let before = (state.hosts.active(), *state.hosts.subnets());
+            step(state, joint, params);
+            assert!(state.hosts.sets_consistent(), "{at}");
+            before != (state.hosts.active(), *state.hosts.subnets())
+        });
         assert!(changes > 50, "slot sets changed only {changes} times");
     }
 }
