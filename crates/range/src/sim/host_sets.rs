@@ -68,25 +68,10 @@ pub struct ServiceSets {
 }
 
 pub fn service_sets(state: &State) -> ServiceSets {
-    let mut s = ServiceSets::default();
     // Only active slots: every use of the sets takes them with the active set (an inactive
     // slot's services would not count), and inactive padding has none.
-    for i in topology::slots(state.hosts.active()) {
-        let h = &state.hosts[i];
-        let b = 1u128 << i;
-        for svc in &h.services {
-            let ex = topology::SERVICES[svc.kind as usize].exploit;
-            if ex < 4 {
-                s.exploit_svc[ex] |= b;
-            }
-            if svc.kind == 0 {
-                s.smb |= b;
-            }
-            if !svc.patched {
-                s.unpatched |= b;
-            }
-        }
-    }
+    let mut s = ServiceSets::default();
+    s.update_slots(state, state.hosts.active());
     s
 }
 
