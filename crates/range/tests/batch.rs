@@ -47,6 +47,20 @@ fn slice_bytes(batch: &Batch, b: usize, i: usize) -> Vec<u8> {
     }
 }
 
+/// Every observation buffer of every sub-env of `got` equals `want`'s, byte for byte.
+fn assert_same_buffers(got: &Batch, want: &Batch, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for b in 0..got.buffers().len() {
+        for i in 0..got.len() {
+            assert_eq!(
+                slice_bytes(got, b, i),
+                slice_bytes(want, b, i),
+                "{what} buffer {b} sub-env {i}"
+            );
+        }
+    }
+}
+
 /// Each sub-env's joint action drawn by its sampler from `batch`'s current masks, as the
 /// batch's own `step_sampled` draws it.
 fn sampled_joint(samplers: &mut [ActionSampler], batch: &Batch) -> Vec<JointAction> {
@@ -192,15 +206,7 @@ fn sampled_steps_equal_sampling_then_stepping_for_every_thread_count() {
                 outside.step_observed(&joint).unwrap();
                 inside.observe().unwrap();
                 let what = format!("{} threads={threads} step {step}", p.scenario.name());
-                for b in 0..inside.buffers().len() {
-                    for i in 0..n {
-                        assert_eq!(
-                            slice_bytes(&inside, b, i),
-                            slice_bytes(&outside, b, i),
-                            "{what}"
-                        );
-                    }
-                }
+                assert_same_buffers(&inside, &outside, &what);
                 assert_eq!(inside.rewards(), outside.rewards(), "{what}");
                 assert_eq!(inside.terminated(), outside.terminated(), "{what}");
                 assert_eq!(inside.truncated(), outside.truncated(), "{what}");
@@ -256,15 +262,7 @@ fn observing_late_equals_observing_every_step() {
                     resets_unshown += usize::from(reset_since_shown);
                     reset_since_shown = false;
                     lazy.observe().unwrap();
-                    for b in 0..lazy.buffers().len() {
-                        for i in 0..n {
-                            assert_eq!(
-                                slice_bytes(&lazy, b, i),
-                                slice_bytes(&eager, b, i),
-                                "{what} step {step} buffer {b} sub-env {i}"
-                            );
-                        }
-                    }
+                    assert_same_buffers(&lazy, &eager, &format!("{what} step {step}"));
                 }
             }
         }
