@@ -7,7 +7,10 @@
 //! layout zmij picks, [`Decimal::of`] reads back just digits and exponent, so a change in its
 //! layout cannot reach our bytes: the fast reading takes only texts of the shape zmij writes
 //! today (at most 24 bytes, digits and one point, at most 17 significant digits, a short
-//! exponent) and hands anything else to the general byte-by-byte reading.
+//! exponent) and hands anything else to the general byte-by-byte reading. One shortcut: where
+//! Python writes fixed notation (1e-4 <= |x| < 1e16) and zmij's text has the shape of the one
+//! fixed layout of its digits (no leading or trailing zero, a point, a digit on each side),
+//! the text is Python's already and is copied; any other shape is read back as above.
 
 /// The shortest round-trip decimal digits of a finite, non-zero double's magnitude:
 /// `value = 0.d1 d2 ... dn × 10^point`.
@@ -200,6 +203,42 @@ pub(crate) fn python_float(f: f64, out: &mut NumberBuffer) {
         out.extend(b"0.0");
         return;
     }
+    // Where Python writes fixed notation, zmij writes it too: its text is taken as it is
+    // once its shape shows it is that layout (reading the digits back costs more than
+    // formatting them).
+    let magnitude = f.abs();
+    if (1e-4..1e16).contains(&magnitude) {
+        let mut buffer = zmij::Buffer::new();
+        let text = buffer.format_finite(magnitude).as_bytes();
+        if is_python_fixed_layout(text) {
+            out.extend(text);
+            return;
+        }
+    }
+    python_float_from_digits(f, out);
+}
+
+/// Whether `text` is a number's only fixed-notation layout with at least one digit after the
+/// point: digits, a point, digits; no zero leading the integer part or trailing the
+/// fraction, except a lone `0`; not zero. Of the shortest digits, that is the layout Python
+/// gives a value of at least 1e-4 and below 1e16 (`0.0001`, `123.0`, `1000000000000000.0`).
+fn is_python_fixed_layout(text: &[u8]) -> bool {
+    let Some(dot) = text.iter().position(|&b| b == b'.') else {
+        return false;
+    };
+    let (int, frac) = (&text[..dot], &text[dot + 1..]);
+    let (Some(&first), Some(&last)) = (int.first(), frac.last()) else {
+        return false;
+    };
+    int.iter().chain(frac).all(u8::is_ascii_digit)
+        && (first != b'0' || int.len() == 1)
+        && (last != b'0' || frac.len() == 1)
+        && !(first == b'0' && int.len() == 1 && frac == b"0")
+}
+
+/// [`python_float`] of a value that is finite and not zero, its sign written, laid out from
+/// the digits and exponent read back from zmij's text (every value, whatever zmij's layout).
+fn python_float_from_digits(f: f64, out: &mut NumberBuffer) {
     let d = Decimal::of(f);
     let digits = d.digits();
     let n = digits.len() as i32;
@@ -394,6 +433,76 @@ mod tests {
             digits.pop();
         }
         (digits, point - leading_zeros + exponent)
+    }
+
+    /// The fixed layout taken from zmij's text is the one laid out from its digits, for
+    /// random doubles of every magnitude and the powers of ten around both ends of the fixed
+    /// range with their neighbours; and the shape test refuses every other layout.
+    #[test]
+    fn python_fixed_layout_matches_the_layout_from_digits() {
+        let python = |f: f64| {
+            let mut b = super::NumberBuffer::new();
+            super::python_float(f, &mut b);
+            b.as_bytes().to_vec()
+        };
+        let from_digits = |f: f64| {
+            let mut b = super::NumberBuffer::new();
+            if f.is_sign_negative() {
+                b.push(b'-');
+            }
+            super::python_float_from_digits(f, &mut b);
+            b.as_bytes().to_vec()
+        };
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut fixed = 0;
+        let mut check = |f: f64| {
+            if !f.is_finite() || f == 0.0 {
+                return;
+            }
+            fixed += usize::from((1e-4..1e16).contains(&f.abs()));
+            assert_eq!(
+                String::from_utf8(python(f)).unwrap(),
+                String::from_utf8(from_digits(f)).unwrap(),
+                "{f:e}"
+            );
+        };
+        for i in 0..400_000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            check(match i % 4 {
+                0 => f64::from_bits(state),
+                1 => {
+                    f64::from_bits(state >> 12 | 0x3ff0_0000_0000_0000)
+                        * 10f64.powi((i % 24) as i32 - 6)
+                }
+                2 => (state % 100_000_000) as f64 / [1.0, 10.0, 1000.0, 1e7][(i / 4 % 4) as usize],
+                _ => -((state % (1 << 53)) as f64),
+            });
+        }
+        for p in -6..=18 {
+            let x = 10f64.powi(p);
+            for f in [
+                x,
+                x.next_up(),
+                x.next_down(),
+                5.0 * x,
+                9.999999999999999 * x,
+            ] {
+                check(f);
+                check(-f);
+            }
+        }
+        assert!(fixed > 200_000, "{fixed} values in the fixed range");
+        for text in ["0.0001", "123.0", "1000000000000000.0", "0.5", "10.25"] {
+            assert!(super::is_python_fixed_layout(text.as_bytes()), "{text}");
+        }
+        for text in [
+            "1e-05", "1e+16", "123", "123.", ".5", "0123.5", "12.50", "0.0", "00.5", "1.5e3",
+            "1,5", "-1.5", "", ".", "1.2.3", "1..5", "12.", "0.",
+        ] {
+            assert!(!super::is_python_fixed_layout(text.as_bytes()), "{text}");
+        }
     }
 
     /// Every layout zmij writes, and the layouts it might write (`1234`, `1.5E+3` aside, as

@@ -1,0 +1,391 @@
+//! An agent's last info kept as its canonical text, so that the next step writes only the
+//! members whose values changed.
+//!
+//! An env's info is a small object (the range's has about 26 members) whose members mostly
+//! keep their values from one step to the next, while a few (a tick, a score) change every
+//! step. Writing the whole object through the canonical writer each step spends most of a
+//! traced step on numbers nobody changed. The cache keeps the last text in one piece with
+//! each member's place in it: a step compares each member with the last one, copies every run
+//! of unchanged members as one slice of the old text, and renders only the changed ones. The
+//! bytes are exactly the canonical JSON of the info (`{` members joined by `,` `}`, profile
+//! python), as the writer makes them in one go: the cache changes the cost, never a digest
+//! (tested against the writer: `trace::tests::info_cache_matches_the_writer`, and this
+//! file's tests).
+
+use std::io;
+
+use lockstep_canon::{Map, Value};
+
+use super::append;
+
+/// One member of the last info: its key and value, and where its text `"key":value` is in
+/// the last text (`start..value_at` the key and its colon, `value_at..end` the value).
+#[derive(Debug, Clone)]
+struct Member {
+    key: String,
+    value: Value,
+    start: usize,
+    value_at: usize,
+    end: usize,
+}
+
+/// The canonical text of one agent's last info, and its members' places in it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct InfoCache {
+    members: Vec<Member>,
+    /// The last info's text; empty when there is none to reuse (the first step, or after an
+    /// info the cache could not write).
+    text: Vec<u8>,
+}
+
+/// A run of consecutive members kept from the last text, not yet copied out: their bytes
+/// (with the commas between them) and the first member's index.
+struct Run {
+    start: usize,
+    end: usize,
+    first: usize,
+}
+
+impl InfoCache {
+    /// Writes `'I' || canonical JSON of info` into `buf` and returns the digest (format v1's
+    /// info node).
+    pub(super) fn digest(&mut self, map: &Map, buf: &mut Vec<u8>) -> io::Result<super::Digest> {
+        buf.clear();
+        buf.push(b'I');
+        self.append_text(map, buf)?;
+        Ok(super::Digest(*blake3::hash(buf).as_bytes()))
+    }
+
+    /// Appends the canonical JSON of the info `map` (profile python) to `out`, reusing the
+    /// text of every member equal (bitwise) to the same member of the last info. Formats v2
+    /// and v3 write infos straight into their step buffer with this.
+    pub(super) fn append_text(&mut self, map: &Map, out: &mut Vec<u8>) -> io::Result<()> {
+        let mark = out.len();
+        if self.render(map, out, mark).is_err() {
+            // Start again from nothing next time; the whole writer is the authority: it
+            // words the error (with its JSON Pointer) or, for an info too deep for members
+            // to be written on their own, gives the text.
+            out.truncate(mark);
+            self.members.clear();
+            self.text.clear();
+            return append(&Value::Object(map.clone()), out);
+        }
+        self.text.clear();
+        self.text.extend_from_slice(&out[mark..]);
+        Ok(())
+    }
+
+    /// Writes the info's text to `out` from `mark` on, and leaves every member's place in
+    /// it (relative to `mark`) in `self.members`.
+    fn render(&mut self, map: &Map, out: &mut Vec<u8>, mark: usize) -> io::Result<()> {
+        // Members of the last info whose text can be reused (none without a last text).
+        let kept = if self.text.is_empty() {
+            0
+        } else {
+            self.members.len()
+        };
+        out.reserve(self.text.len() + 1);
+        out.push(b'{');
+        let mut run: Option<Run> = None;
+        for (i, (key, value)) in map.iter().enumerate() {
+            if i == self.members.len() {
+                self.members.push(Member {
+                    key: String::new(),
+                    value: Value::Null,
+                    start: 0,
+                    value_at: 0,
+                    end: 0,
+                });
+            }
+            let m = &self.members[i];
+            let same_key = i < kept && same_key(&m.key, key);
+            if same_key
+                && same_scalar(&m.value, value).unwrap_or_else(|| same_value(&m.value, value))
+            {
+                match run.as_mut() {
+                    // The member before this one is in the run: the old text has the comma
+                    // between them.
+                    Some(r) => r.end = m.end,
+                    None => {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        run = Some(Run {
+                            start: m.start,
+                            end: m.end,
+                            first: i,
+                        });
+                    }
+                }
+                continue;
+            }
+            if let Some(r) = run.take() {
+                self.copy_run(r, i, out, mark);
+            }
+            if i > 0 {
+                out.push(b',');
+            }
+            let start = out.len() - mark;
+            let m = &mut self.members[i];
+            if same_key {
+                out.extend_from_slice(&self.text[m.start..m.value_at]);
+            } else {
+                m.key.clone_from(key);
+                append(&Value::String(key.clone()), out)?;
+                out.push(b':');
+            }
+            // The writer refuses values nested deeper than MAX_WRITE_DEPTH counting from the
+            // info; a member written on its own would start one level lower, so such infos
+            // go through the writer whole. A member kept from the last text passed this then.
+            if too_deep_alone(value) {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "nested deep"));
+            }
+            let value_at = out.len() - mark;
+            m.value.clone_from(value);
+            append(value, out)?;
+            (m.start, m.value_at, m.end) = (start, value_at, out.len() - mark);
+        }
+        if let Some(r) = run.take() {
+            self.copy_run(r, map.len(), out, mark);
+        }
+        out.push(b'}');
+        self.members.truncate(map.len());
+        Ok(())
+    }
+
+    /// Copies `r` (members `r.first..until`) from the last text to `out`, and moves those
+    /// members' places to where they now are.
+    fn copy_run(&mut self, r: Run, until: usize, out: &mut Vec<u8>, mark: usize) {
+        let now = out.len() - mark;
+        out.extend_from_slice(&self.text[r.start..r.end]);
+        for m in &mut self.members[r.first..until] {
+            let shift = |at: usize| at - r.start + now;
+            (m.start, m.value_at, m.end) = (shift(m.start), shift(m.value_at), shift(m.end));
+        }
+    }
+}
+
+/// Bitwise equality of two JSON values: floats by their bits (`0.0` and `-0.0` differ, and
+/// their canonical texts do too), integers and floats never equal (`1` is not `1.0`).
+fn same_value(a: &Value, b: &Value) -> bool {
+    use lockstep_canon::Number;
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(Number::Int(x)), Value::Number(Number::Int(y))) => x == y,
+        (Value::Number(Number::BigInt(x)), Value::Number(Number::BigInt(y))) => x == y,
+        (Value::Number(Number::Float(x)), Value::Number(Number::Float(y))) => {
+            x.to_bits() == y.to_bits()
+        }
+        (Value::String(x), Value::String(y)) => same_key(x, y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, x), (ky, y))| same_key(kx, ky) && same_value(x, y))
+        }
+        _ => false,
+    }
+}
+
+/// [`same_value`] of two numbers, booleans or nulls of the same kind without a call (most
+/// members of an info are numbers that keep their value); `None` for anything else.
+#[inline(always)]
+fn same_scalar(a: &Value, b: &Value) -> Option<bool> {
+    use lockstep_canon::Number;
+    Some(match (a, b) {
+        (Value::Number(Number::Int(x)), Value::Number(Number::Int(y))) => x == y,
+        (Value::Number(Number::Float(x)), Value::Number(Number::Float(y))) => {
+            x.to_bits() == y.to_bits()
+        }
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        _ => return None,
+    })
+}
+
+/// `a == b` for the short strings of an info (its keys, short string values), by at most four
+/// overlapping word loads for up to 32 bytes instead of a `memcmp` call per member.
+#[inline(always)]
+fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    let same_word = |at: usize| word(a, at) == word(b, at);
+    match n {
+        // Every byte of a string of 1 to 7 bytes is in its first four or its last four.
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => {
+            let half = |s: &[u8], at: usize| {
+                let mut w = [0u8; 4];
+                w.copy_from_slice(&s[at..at + 4]);
+                u32::from_ne_bytes(w)
+            };
+            half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4)
+        }
+        8..=16 => same_word(0) && same_word(n - 8),
+        17..=32 => same_word(0) && same_word(8) && same_word(n - 16) && same_word(n - 8),
+        _ => a == b,
+    }
+}
+
+/// Whether the writer, which counts depth from the info, could refuse `v` as a member while
+/// accepting it written alone: then the member is not written alone.
+fn too_deep_alone(v: &Value) -> bool {
+    matches!(v, Value::Array(_) | Value::Object(_)) && nests(v, lockstep_canon::MAX_WRITE_DEPTH - 1)
+}
+
+/// True when `v` nests arrays or objects at least `levels` deep (a scalar is 0 deep).
+fn nests(v: &Value, levels: usize) -> bool {
+    if levels == 0 {
+        return true;
+    }
+    match v {
+        Value::Array(items) => items.iter().any(|x| nests(x, levels - 1)),
+        Value::Object(map) => map.values().any(|x| nests(x, levels - 1)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-wise comparison agrees with `==` for every length up to 40 and a difference
+    /// at every byte.
+    #[test]
+    fn same_key_is_equality() {
+        for n in 0..40usize {
+            let a: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert!(same_key(&a, &a.clone()), "len {n}");
+            for at in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[at] = b'Z';
+                let b = String::from_utf8(b).unwrap();
+                assert!(!same_key(&a, &b), "len {n}, byte {at}");
+            }
+            let longer = format!("{a}x");
+            assert!(!same_key(&a, &longer), "len {n}");
+        }
+    }
+
+    /// SplitMix64: a fixed stream of draws for the random infos below.
+    struct Draws(u64);
+
+    impl Draws {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A value whose text may keep or change its length: small and large numbers, both
+    /// zeros, strings (short, long, escaped), a list and an object.
+    fn random_value(d: &mut Draws) -> Value {
+        use lockstep_canon::Number;
+        match d.below(9) {
+            0 => Value::Number(Number::Int(d.below(12) as i64)),
+            1 => Value::Number(Number::Int(d.next() as i64)),
+            2 => Value::Number(Number::Float(d.below(4) as f64 * 0.25)),
+            3 => Value::Number(Number::Float(f64::from_bits(d.next() >> 2))),
+            4 => Value::Number(Number::Float(if d.below(2) == 0 { 0.0 } else { -0.0 })),
+            5 => Value::Bool(d.below(2) == 0),
+            6 => Value::String(
+                [
+                    "",
+                    "x",
+                    "T1021",
+                    "\u{e9}\"q\"",
+                    "a long string value, 40 bytes....",
+                ][d.below(5) as usize]
+                    .to_string(),
+            ),
+            7 => Value::Array(
+                (0..d.below(3))
+                    .map(|k| Value::Number(Number::Int(k as i64)))
+                    .collect(),
+            ),
+            _ => {
+                let mut m = Map::new();
+                m.insert("n".into(), Value::Number(Number::Int(d.below(3) as i64)));
+                Value::Object(m)
+            }
+        }
+    }
+
+    /// Step after step of an info whose members change at random (a few values, sometimes a
+    /// key added, removed or renamed, sometimes everything), the cache writes exactly what
+    /// the writer writes, into a buffer that already holds other bytes.
+    #[test]
+    fn info_cache_follows_random_changes() {
+        let keys = [
+            "MTTC",
+            "a",
+            "agent_energy",
+            "attack_techniques",
+            "b\u{e9}",
+            "delta_t",
+            "k\"",
+            "normalized_reward",
+            "successful_exploits_in_total",
+            "tick",
+            "zz",
+        ];
+        let mut d = Draws(7);
+        for episode in 0..50 {
+            let mut cache = InfoCache::default();
+            let mut map = Map::new();
+            for k in keys.iter().take(2 + d.below(9) as usize) {
+                map.insert((*k).to_string(), random_value(&mut d));
+            }
+            for step in 0..60 {
+                let mut out = b"prefix".to_vec();
+                cache.append_text(&map, &mut out).unwrap();
+                let mut want = b"prefix".to_vec();
+                append(&Value::Object(map.clone()), &mut want).unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&out),
+                    String::from_utf8_lossy(&want),
+                    "episode {episode}, step {step}"
+                );
+                match d.below(10) {
+                    0 => {
+                        let k = keys[d.below(keys.len() as u64) as usize];
+                        map.insert(k.to_string(), random_value(&mut d));
+                    }
+                    1 if map.len() > 1 => {
+                        let k = map.keys().nth(d.below(map.len() as u64) as usize).cloned();
+                        map.remove(&k.unwrap());
+                    }
+                    2 => map.values_mut().for_each(|v| *v = random_value(&mut d)),
+                    _ => {
+                        for _ in 0..d.below(4) {
+                            let at = d.below(map.len() as u64) as usize;
+                            if let Some(v) = map.values_mut().nth(at) {
+                                *v = random_value(&mut d);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
