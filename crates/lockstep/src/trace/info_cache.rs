@@ -5,9 +5,9 @@
 //! keep their values from one step to the next, while a few (a tick, a score) change every
 //! step. Writing the whole object through the canonical writer each step spends most of a
 //! traced step on numbers nobody changed. The cache keeps the last text in one piece with
-//! each member's place in it: a step compares each member with the last one, copies every run
-//! of unchanged members as one slice of the old text, and renders only the changed ones. The
-//! bytes are exactly the canonical JSON of the info (`{` members joined by `,` `}`, profile
+//! each value's place in it: a step compares each member with the last one, writes only the
+//! changed values, each over its old text (the rest of the text moves when the length
+//! differs), and hands the text over in one copy. The bytes are exactly the canonical JSON of the info (`{` members joined by `,` `}`, profile
 //! python), as the writer makes them in one go: the cache changes the cost, never a digest
 //! (tested against the writer: `trace::tests::info_cache_matches_the_writer`, and this
 //! file's tests).
@@ -18,13 +18,12 @@ use lockstep_canon::{Map, Value};
 
 use super::append;
 
-/// One member of the last info: its key and value, and where its text `"key":value` is in
-/// the last text (`start..value_at` the key and its colon, `value_at..end` the value).
+/// One member of the last info: its key and value, and where its value's text is in the
+/// last text (`value_at..end`).
 #[derive(Debug, Clone)]
 struct Member {
     key: String,
     value: Value,
-    start: usize,
     value_at: usize,
     end: usize,
 }
@@ -33,17 +32,11 @@ struct Member {
 #[derive(Debug, Clone, Default)]
 pub(super) struct InfoCache {
     members: Vec<Member>,
-    /// The last info's text; empty when there is none to reuse (the first step, or after an
-    /// info the cache could not write).
+    /// The last info's text; empty when there is none to update (the first step, or after
+    /// an info the cache could not write).
     text: Vec<u8>,
-}
-
-/// A run of consecutive members kept from the last text, not yet copied out: their bytes
-/// (with the commas between them) and the first member's index.
-struct Run {
-    start: usize,
-    end: usize,
-    first: usize,
+    /// A changed member's new value text, before it replaces the old one.
+    scratch: Vec<u8>,
 }
 
 impl InfoCache {
@@ -60,109 +53,91 @@ impl InfoCache {
     /// text of every member equal (bitwise) to the same member of the last info. Formats v2
     /// and v3 write infos straight into their step buffer with this.
     pub(super) fn append_text(&mut self, map: &Map, out: &mut Vec<u8>) -> io::Result<()> {
-        let mark = out.len();
-        if self.render(map, out, mark).is_err() {
+        let same_keys = !self.text.is_empty()
+            && self.members.len() == map.len()
+            && self
+                .members
+                .iter()
+                .zip(map.keys())
+                .all(|(m, k)| same_key(&m.key, k));
+        let written = if same_keys {
+            self.update(map)
+        } else {
+            self.rewrite(map)
+        };
+        if written.is_err() {
             // Start again from nothing next time; the whole writer is the authority: it
             // words the error (with its JSON Pointer) or, for an info too deep for members
             // to be written on their own, gives the text.
-            out.truncate(mark);
             self.members.clear();
             self.text.clear();
             return append(&Value::Object(map.clone()), out);
         }
-        self.text.clear();
-        self.text.extend_from_slice(&out[mark..]);
+        out.extend_from_slice(&self.text);
         Ok(())
     }
 
-    /// Writes the info's text to `out` from `mark` on, and leaves every member's place in
-    /// it (relative to `mark`) in `self.members`.
-    fn render(&mut self, map: &Map, out: &mut Vec<u8>, mark: usize) -> io::Result<()> {
-        // Members of the last info whose text can be reused (none without a last text).
-        let kept = if self.text.is_empty() {
-            0
-        } else {
-            self.members.len()
-        };
-        out.reserve(self.text.len() + 1);
-        out.push(b'{');
-        let mut run: Option<Run> = None;
-        for (i, (key, value)) in map.iter().enumerate() {
-            if i == self.members.len() {
-                self.members.push(Member {
-                    key: String::new(),
-                    value: Value::Null,
-                    start: 0,
-                    value_at: 0,
-                    end: 0,
-                });
-            }
-            let m = &self.members[i];
-            let same_key = i < kept && same_key(&m.key, key);
-            if same_key
-                && same_scalar(&m.value, value).unwrap_or_else(|| same_value(&m.value, value))
-            {
-                match run.as_mut() {
-                    // The member before this one is in the run: the old text has the comma
-                    // between them.
-                    Some(r) => r.end = m.end,
-                    None => {
-                        if i > 0 {
-                            out.push(b',');
-                        }
-                        run = Some(Run {
-                            start: m.start,
-                            end: m.end,
-                            first: i,
-                        });
-                    }
-                }
+    /// Brings the last text up to date with `map`, whose keys are the last info's: each
+    /// changed value's text replaces the old one where it is, and the members after it move
+    /// by the difference in length.
+    fn update(&mut self, map: &Map) -> io::Result<()> {
+        let mut moved: isize = 0;
+        for (m, value) in self.members.iter_mut().zip(map.values()) {
+            m.value_at = m.value_at.wrapping_add_signed(moved);
+            m.end = m.end.wrapping_add_signed(moved);
+            if same_scalar(&m.value, value).unwrap_or_else(|| same_value(&m.value, value)) {
                 continue;
             }
-            if let Some(r) = run.take() {
-                self.copy_run(r, i, out, mark);
-            }
-            if i > 0 {
-                out.push(b',');
-            }
-            let start = out.len() - mark;
-            let m = &mut self.members[i];
-            if same_key {
-                out.extend_from_slice(&self.text[m.start..m.value_at]);
+            self.scratch.clear();
+            write_member_value(value, &mut self.scratch)?;
+            let old = m.end - m.value_at;
+            if self.scratch.len() == old {
+                self.text[m.value_at..m.end].copy_from_slice(&self.scratch);
             } else {
-                m.key.clone_from(key);
-                append(&Value::String(key.clone()), out)?;
-                out.push(b':');
+                self.text
+                    .splice(m.value_at..m.end, self.scratch.iter().copied());
+                moved += self.scratch.len() as isize - old as isize;
+                m.end = m.value_at + self.scratch.len();
             }
-            // The writer refuses values nested deeper than MAX_WRITE_DEPTH counting from the
-            // info; a member written on its own would start one level lower, so such infos
-            // go through the writer whole. A member kept from the last text passed this then.
-            if too_deep_alone(value) {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "nested deep"));
-            }
-            let value_at = out.len() - mark;
             m.value.clone_from(value);
-            append(value, out)?;
-            (m.start, m.value_at, m.end) = (start, value_at, out.len() - mark);
         }
-        if let Some(r) = run.take() {
-            self.copy_run(r, map.len(), out, mark);
-        }
-        out.push(b'}');
-        self.members.truncate(map.len());
         Ok(())
     }
 
-    /// Copies `r` (members `r.first..until`) from the last text to `out`, and moves those
-    /// members' places to where they now are.
-    fn copy_run(&mut self, r: Run, until: usize, out: &mut Vec<u8>, mark: usize) {
-        let now = out.len() - mark;
-        out.extend_from_slice(&self.text[r.start..r.end]);
-        for m in &mut self.members[r.first..until] {
-            let shift = |at: usize| at - r.start + now;
-            (m.start, m.value_at, m.end) = (shift(m.start), shift(m.value_at), shift(m.end));
+    /// Writes the text of `map` from nothing (the first info, or one whose keys changed).
+    fn rewrite(&mut self, map: &Map) -> io::Result<()> {
+        self.text.clear();
+        self.members.clear();
+        self.text.push(b'{');
+        for (i, (key, value)) in map.iter().enumerate() {
+            if i > 0 {
+                self.text.push(b',');
+            }
+            append(&Value::String(key.clone()), &mut self.text)?;
+            self.text.push(b':');
+            let value_at = self.text.len();
+            write_member_value(value, &mut self.text)?;
+            self.members.push(Member {
+                key: key.clone(),
+                value: value.clone(),
+                value_at,
+                end: self.text.len(),
+            });
         }
+        self.text.push(b'}');
+        Ok(())
     }
+}
+
+/// Appends the canonical text of a member's value written on its own. The writer refuses
+/// values nested deeper than MAX_WRITE_DEPTH counting from the info; a member written alone
+/// would start one level lower, so such a member is refused here, and its info goes through
+/// the writer whole.
+fn write_member_value(value: &Value, out: &mut Vec<u8>) -> io::Result<()> {
+    if too_deep_alone(value) {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "nested deep"));
+    }
+    append(value, out)
 }
 
 /// Bitwise equality of two JSON values: floats by their bits (`0.0` and `-0.0` differ, and
