@@ -153,8 +153,13 @@ fn same_value(a: &Value, b: &Value) -> bool {
             x.to_bits() == y.to_bits()
         }
         (Value::String(x), Value::String(y)) => same_key(x, y),
+        // A list of short strings (the range's ATT&CK ids) without a call per element.
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+            x.len() == y.len()
+                && x.iter().zip(y).all(|(x, y)| match (x, y) {
+                    (Value::String(x), Value::String(y)) => same_key(x, y),
+                    _ => same_value(x, y),
+                })
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
@@ -255,6 +260,48 @@ mod tests {
         }
     }
 
+    /// A list of ids that changes in one id of the same length, grows, shrinks, swaps two,
+    /// and holds a number among the strings: each step's text is the writer's.
+    #[test]
+    fn info_cache_follows_a_list_of_ids() {
+        let ids = |list: &[&str]| {
+            let items = list.iter().map(|s| Value::String(s.to_string())).collect();
+            let mut m = Map::new();
+            m.insert("attack_techniques".into(), Value::Array(items));
+            m.insert("tick".into(), Value::Number(lockstep_canon::Number::Int(1)));
+            m
+        };
+        let mut with_number = ids(&["T1021", "T1486"]);
+        if let Some(Value::Array(items)) = with_number.get_mut("attack_techniques") {
+            items.push(Value::Number(lockstep_canon::Number::Int(7)));
+        }
+        let steps = [
+            ids(&["T1021"]),
+            ids(&["T1486"]),
+            ids(&["T1486", "T1021"]),
+            ids(&["T1021", "T1486"]),
+            ids(&["T1021", "T1190"]),
+            ids(&["T1021", "T1190", "T1003.001"]),
+            ids(&["T1021", "T1190", "T1003.002"]),
+            with_number,
+            ids(&["T1021", "T1486", "T1003.002"]),
+            ids(&[]),
+            ids(&["T1021"]),
+        ];
+        let mut cache = InfoCache::default();
+        for (i, map) in steps.iter().enumerate() {
+            let mut out = Vec::new();
+            cache.append_text(map, &mut out).unwrap();
+            let mut want = Vec::new();
+            append(&Value::Object(map.clone()), &mut want).unwrap();
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                String::from_utf8(want).unwrap(),
+                "{i}"
+            );
+        }
+    }
+
     /// SplitMix64: a fixed stream of draws for the random infos below.
     struct Draws(u64);
 
@@ -293,11 +340,16 @@ mod tests {
                 ][d.below(5) as usize]
                     .to_string(),
             ),
-            7 => Value::Array(
-                (0..d.below(3))
-                    .map(|k| Value::Number(Number::Int(k as i64)))
-                    .collect(),
-            ),
+            7 => {
+                let ids = ["T1021", "T1486", "T1003.001", "T1190"];
+                let items = (0..d.below(4))
+                    .map(|k| match d.below(3) {
+                        0 => Value::Number(Number::Int(k as i64)),
+                        pick => Value::String(ids[(k + pick) as usize % ids.len()].to_string()),
+                    })
+                    .collect();
+                Value::Array(items)
+            }
             _ => {
                 let mut m = Map::new();
                 m.insert("n".into(), Value::Number(Number::Int(d.below(3) as i64)));
