@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Test vectors of trace formats lockstep/trace/v2 and v3, computed from docs/trace.md alone.
+"""Test vectors of trace formats lockstep/trace/v2, v3 and v4, computed from docs/trace.md alone.
 
-Writes crates/lockstep/src/trace/vectors_v2.json and vectors_v3.json: a few transitions (as
-the JSON TransitionRecord of `lockstep trace --json --capture`), the digest of each as step
-0, 1, ... and the episode digest. `vectors_v2_reproduce` and `vectors_v3_reproduce` in
-crates/lockstep/src/trace/tests_v2.rs check the Rust tracer against the files. This script
+Writes crates/lockstep/src/trace/vectors_v2.json, vectors_v3.json and vectors_v4.json: a few
+transitions (as the JSON TransitionRecord of `lockstep trace --json --capture`), the digest
+of each as step 0, 1, ... and the episode digest. `vectors_v2_reproduce`,
+`vectors_v3_reproduce` and `vectors_v4_reproduce` in crates/lockstep/src/trace/tests_v2.rs
+check the Rust tracer against the files. This script
 shares no code with the Rust tracer: it needs only the `blake3` and `xxhash` packages
 (pip install blake3 xxhash).
 
@@ -67,6 +68,27 @@ def agent(obs, reward, terminated, truncated, info):
     }
 
 
+def layout(v):
+    """Format v4's value layout of a JSON value (docs/trace.md, "Format lockstep/trace/v4")."""
+    if v is None:
+        return b"z"
+    if v is True:
+        return b"t"
+    if v is False:
+        return b"f"
+    if isinstance(v, int):
+        return b"i" + name(str(v))
+    if isinstance(v, float):
+        bits = struct.pack("<d", v) if v == v else struct.pack("<Q", 0x7FF8000000000000)
+        return b"d" + bits
+    if isinstance(v, str):
+        return b"s" + name(v)
+    if isinstance(v, list):
+        return b"a" + u64(len(v)) + b"".join(layout(x) for x in v)
+    keys = sorted(v, key=lambda s: s.encode("utf-8"))
+    return b"o" + u64(len(v)) + b"".join(name(k) + layout(v[k]) for k in keys)
+
+
 def reward_bits(text):
     x = {"NaN": math.nan, "inf": math.inf, "-inf": -math.inf}.get(text)
     return struct.pack("<d", float(text) if x is None else x)
@@ -97,7 +119,10 @@ def step_digest(k, t, fmt):
             b += data if len(data) < BY_HASH_MIN_BYTES else element_hash(data)
         b += reward_bits(a["reward"])
         b += bytes([int(a["terminated"]), int(a["truncated"])])
-        b += name(a["info"])
+        if fmt == "v4":
+            b += layout(json.loads(a["info"]))
+        else:
+            b += name(a["info"])
     b += u64(len(t["logs"]))
     for line in t["logs"]:
         b += name(line)
@@ -180,8 +205,36 @@ def transitions():
     }
 
 
+def layout_cases():
+    """A fourth step for v4 only (v2's and v3's files keep their three): infos of every kind
+    of value the layout tells apart."""
+    yield {
+        "agents": {
+            "blue": agent(
+                {"pos": array("int32", [2], [0, 0])},
+                "0.0",
+                False,
+                False,
+                {
+                    "zero": -0.0,
+                    "big": 2**70,
+                    "small": -(2**63),
+                    "far": 1e300,
+                    "one": 1.0,
+                    "\u00e9t\u00e9": [[], {}, [1, [2.5]], {"b": None, "a": False}],
+                    "s": "tab\t\u2713 \ud83d\ude00",
+                    "t": True,
+                },
+            ),
+        },
+        "logs": [],
+    }
+
+
 def build(fmt):
     ts = list(transitions())
+    if fmt == "v4":
+        ts += list(layout_cases())
     steps, episode = [], bytes(32)
     for k, t in enumerate(ts):
         d = step_digest(k, t, fmt)
@@ -198,7 +251,7 @@ def build(fmt):
 
 def main():
     stale = 0
-    for fmt in ["v2", "v3"]:
+    for fmt in ["v2", "v3", "v4"]:
         out = os.path.join(TRACE_DIR, "vectors_%s.json" % fmt)
         text = json.dumps(build(fmt), indent=1, ensure_ascii=False) + "\n"
         if "--check" in sys.argv[1:]:

@@ -1,15 +1,15 @@
 //! `lockstep range bench --trace`: what tracing costs, measured as env-steps per second of
 //! the range stepped alone and stepped and traced, in the same run.
 //!
-//! Six envs take the same seeds and actions: one untraced, one traced in each format
+//! Seven envs take the same seeds and actions: one untraced, one traced in each format
 //! (`Tracer::record` of every transition, resets included, as `lockstep trace` does), and two
 //! recorded as the same-seed and other-seed checks record a rollout (a
 //! [`Recorder`] per episode with the checks' options, and the step's wall time read as
 //! `Rollout` reads it): a compared rollout, by check digests alone, and the check's reference,
 //! in v1 and by check digests. They run in alternating blocks of [`BLOCK_STEPS`] steps, so
 //! that a change in the machine's load falls on all alike; each block is timed by the
-//! thread's CPU time where Linux gives it (else wall time). The last three lines are v1's,
-//! v2's and v3's ratios; the checks' ratios come just before them.
+//! thread's CPU time where Linux gives it (else wall time). The last four lines are v1's,
+//! v2's, v3's and v4's ratios; the checks' ratios come just before them.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -201,7 +201,7 @@ fn timed(f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<(f64, bool)> 
 
 /// Runs the untraced env and one traced env per format for about `seconds` of wall time in
 /// all and prints their rates, then each format's ratio (traced / untraced env-steps per
-/// second), v3's (the cheapest) on the last line.
+/// second), v4's (the cheapest, what checks compare) on the last line.
 #[allow(clippy::disallowed_methods)]
 pub fn traced_vs_untraced(params: &Params, seed: u64, seconds: f64) -> anyhow::Result<()> {
     let mut plain = Stepper::new(params, seed, Mode::Untraced, None)?;
@@ -210,6 +210,7 @@ pub fn traced_vs_untraced(params: &Params, seed: u64, seconds: f64) -> anyhow::R
         Mode::Traced(Format::V1),
         Mode::Traced(Format::V2),
         Mode::Traced(Format::V3),
+        Mode::Traced(Format::V4),
     ] {
         traced.push((mode, Stepper::new(params, seed, mode, None)?, 0.0));
     }
@@ -285,8 +286,8 @@ pub fn traced_vs_untraced(params: &Params, seed: u64, seconds: f64) -> anyhow::R
             100.0 * (s - plain_s) / plain_s
         );
     }
-    outln!("(v1: the default format, what golden files use; v2: one BLAKE3 hash per step; v3: v2 with XXH3-128; lockstep trace --format v1|v2|v3)");
-    outln!("(check: a rollout as the same-seed and other-seed checks record the rollouts they compare with their reference: check digests (v3), the first transitions kept, step times; check-ref: their reference, also in v1)");
+    outln!("(v1: the default format, what golden files use; v2: one BLAKE3 hash per step; v3: v2 with XXH3-128; v4: v3 with infos as their value layout; lockstep trace --format v1|v2|v3|v4)");
+    outln!("(check: a rollout as the same-seed and other-seed checks record the rollouts they compare with their reference: check digests (v4), the first transitions kept, step times; check-ref: their reference, also in v1)");
     let time = |m: fn(&Mode) -> bool| {
         traced
             .iter()
@@ -329,6 +330,7 @@ fn mode_label(mode: Mode) -> &'static str {
         Mode::Traced(Format::V1) => "v1",
         Mode::Traced(Format::V2) => "v2",
         Mode::Traced(Format::V3) => "v3",
+        Mode::Traced(Format::V4) => "v4",
         Mode::CheckCompared => "check",
         Mode::CheckReference => "check-ref",
     }

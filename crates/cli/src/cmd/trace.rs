@@ -33,8 +33,9 @@ pub struct Args {
     #[arg(long)]
     pub no_cache: bool,
     /// Trace format: v1 (digests per agent and key, what checks and golden files use), v2
-    /// (one BLAKE3 hash per step, several times cheaper) or v3 (v2 with the non-cryptographic
-    /// XXH3-128, cheaper again: equality across runs only); docs/trace.md.
+    /// (one BLAKE3 hash per step, several times cheaper), v3 (v2 with the non-cryptographic
+    /// XXH3-128, cheaper again: equality across runs only) or v4 (v3 with infos as their value
+    /// layout instead of canonical text: what checks compare rollouts by); docs/trace.md.
     #[arg(long, value_enum, default_value_t = TraceFormat::V1)]
     pub format: TraceFormat,
     #[command(flatten)]
@@ -47,6 +48,7 @@ pub enum TraceFormat {
     V1,
     V2,
     V3,
+    V4,
 }
 
 impl From<TraceFormat> for Format {
@@ -55,6 +57,7 @@ impl From<TraceFormat> for Format {
             TraceFormat::V1 => Format::V1,
             TraceFormat::V2 => Format::V2,
             TraceFormat::V3 => Format::V3,
+            TraceFormat::V4 => Format::V4,
         }
     }
 }

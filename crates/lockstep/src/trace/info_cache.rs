@@ -16,7 +16,8 @@ use std::io;
 
 use lockstep_canon::{Map, Value};
 
-use super::append;
+use super::v2::InfoBytes;
+use super::{append, value_bytes};
 
 /// One member of the last info: its key and value, and where its value's text is in the
 /// last text (`value_at..end`).
@@ -37,6 +38,8 @@ pub(super) struct InfoCache {
     text: Vec<u8>,
     /// A changed member's new value text, before it replaces the old one.
     scratch: Vec<u8>,
+    /// What `text` holds: canonical JSON, or format v4's value layout.
+    bytes: Option<InfoBytes>,
 }
 
 impl InfoCache {
@@ -53,6 +56,22 @@ impl InfoCache {
     /// text of every member equal (bitwise) to the same member of the last info. Formats v2
     /// and v3 write infos straight into their step buffer with this.
     pub(super) fn append_text(&mut self, map: &Map, out: &mut Vec<u8>) -> io::Result<()> {
+        self.append(map, InfoBytes::Text, out)
+    }
+
+    /// Appends the info `map` as `bytes` says (its canonical JSON, or format v4's value
+    /// layout), reusing the bytes of every member equal (bitwise) to the same member of the
+    /// last info.
+    pub(super) fn append(
+        &mut self,
+        map: &Map,
+        bytes: InfoBytes,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        if self.bytes != Some(bytes) {
+            self.text.clear();
+            self.bytes = Some(bytes);
+        }
         let same_keys = !self.text.is_empty()
             && self.members.len() == map.len()
             && self
@@ -61,9 +80,9 @@ impl InfoCache {
                 .zip(map.keys())
                 .all(|(m, k)| same_key(&m.key, k));
         let written = if same_keys {
-            self.update(map)
+            self.update(map, bytes)
         } else {
-            self.rewrite(map)
+            self.rewrite(map, bytes)
         };
         if written.is_err() {
             // Start again from nothing next time; the whole writer is the authority: it
@@ -71,7 +90,11 @@ impl InfoCache {
             // to be written on their own, gives the text.
             self.members.clear();
             self.text.clear();
-            return append(&Value::Object(map.clone()), out);
+            let whole = Value::Object(map.clone());
+            return match bytes {
+                InfoBytes::Text => append(&whole, out),
+                InfoBytes::Layout => value_bytes::append_value_bytes(&whole, out),
+            };
         }
         out.extend_from_slice(&self.text);
         Ok(())
@@ -80,7 +103,7 @@ impl InfoCache {
     /// Brings the last text up to date with `map`, whose keys are the last info's: each
     /// changed value's text replaces the old one where it is, and the members after it move
     /// by the difference in length.
-    fn update(&mut self, map: &Map) -> io::Result<()> {
+    fn update(&mut self, map: &Map, bytes: InfoBytes) -> io::Result<()> {
         let mut moved: isize = 0;
         for (m, value) in self.members.iter_mut().zip(map.values()) {
             m.value_at = m.value_at.wrapping_add_signed(moved);
@@ -89,7 +112,7 @@ impl InfoCache {
                 continue;
             }
             self.scratch.clear();
-            write_member_value(value, &mut self.scratch)?;
+            write_member_value(value, bytes, &mut self.scratch)?;
             let old = m.end - m.value_at;
             if self.scratch.len() == old {
                 self.text[m.value_at..m.end].copy_from_slice(&self.scratch);
@@ -105,18 +128,26 @@ impl InfoCache {
     }
 
     /// Writes the text of `map` from nothing (the first info, or one whose keys changed).
-    fn rewrite(&mut self, map: &Map) -> io::Result<()> {
+    fn rewrite(&mut self, map: &Map, bytes: InfoBytes) -> io::Result<()> {
         self.text.clear();
         self.members.clear();
-        self.text.push(b'{');
+        match bytes {
+            InfoBytes::Text => self.text.push(b'{'),
+            InfoBytes::Layout => value_bytes::object_head(map.len(), &mut self.text),
+        }
         for (i, (key, value)) in map.iter().enumerate() {
-            if i > 0 {
-                self.text.push(b',');
+            match bytes {
+                InfoBytes::Text => {
+                    if i > 0 {
+                        self.text.push(b',');
+                    }
+                    append(&Value::String(key.clone()), &mut self.text)?;
+                    self.text.push(b':');
+                }
+                InfoBytes::Layout => value_bytes::name(key.as_bytes(), &mut self.text),
             }
-            append(&Value::String(key.clone()), &mut self.text)?;
-            self.text.push(b':');
             let value_at = self.text.len();
-            write_member_value(value, &mut self.text)?;
+            write_member_value(value, bytes, &mut self.text)?;
             self.members.push(Member {
                 key: key.clone(),
                 value: value.clone(),
@@ -124,20 +155,26 @@ impl InfoCache {
                 end: self.text.len(),
             });
         }
-        self.text.push(b'}');
+        if bytes == InfoBytes::Text {
+            self.text.push(b'}');
+        }
         Ok(())
     }
 }
 
-/// Appends the canonical text of a member's value written on its own. The writer refuses
+/// Appends a member's value written on its own (its canonical text, or its value layout).
+/// The writer refuses
 /// values nested deeper than MAX_WRITE_DEPTH counting from the info; a member written alone
 /// would start one level lower, so such a member is refused here, and its info goes through
 /// the writer whole.
-fn write_member_value(value: &Value, out: &mut Vec<u8>) -> io::Result<()> {
+fn write_member_value(value: &Value, bytes: InfoBytes, out: &mut Vec<u8>) -> io::Result<()> {
     if too_deep_alone(value) {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "nested deep"));
     }
-    append(value, out)
+    match bytes {
+        InfoBytes::Text => append(value, out),
+        InfoBytes::Layout => value_bytes::append_member_value(value, out),
+    }
 }
 
 /// Bitwise equality of two JSON values: floats by their bits (`0.0` and `-0.0` differ, and
@@ -379,6 +416,8 @@ mod tests {
         let mut d = Draws(7);
         for episode in 0..50 {
             let mut cache = InfoCache::default();
+            // One cache kept in format v4's layout, held to the layout written whole.
+            let mut layout_cache = InfoCache::default();
             let mut map = Map::new();
             for k in keys.iter().take(2 + d.below(9) as usize) {
                 map.insert((*k).to_string(), random_value(&mut d));
@@ -393,6 +432,13 @@ mod tests {
                     String::from_utf8_lossy(&want),
                     "episode {episode}, step {step}"
                 );
+                let mut out = b"prefix".to_vec();
+                layout_cache
+                    .append(&map, InfoBytes::Layout, &mut out)
+                    .unwrap();
+                let mut want = b"prefix".to_vec();
+                value_bytes::append_value_bytes(&Value::Object(map.clone()), &mut want).unwrap();
+                assert_eq!(out, want, "layout: episode {episode}, step {step}");
                 match d.below(10) {
                     0 => {
                         let k = keys[d.below(keys.len() as u64) as usize];

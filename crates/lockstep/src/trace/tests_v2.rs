@@ -1,6 +1,7 @@
-//! Tests of formats v2 and v3 (v2's layout with XXH3-128): the committed vectors (computed by
-//! scripts/trace-vectors.py, which shares no code with the tracer), caches against
-//! from-scratch hashing, sensitivity. Every test but the vectors runs for both formats.
+//! Tests of formats v2, v3 (v2's layout with XXH3-128) and v4 (v3 with infos as their value
+//! layout): the committed vectors (computed by scripts/trace-vectors.py, which shares no code
+//! with the tracer), caches against from-scratch hashing, sensitivity. Every test but the
+//! vectors runs for every format.
 
 use super::*;
 use crate::env::ArrayData;
@@ -14,8 +15,8 @@ struct Vectors {
     episode: Digest,
 }
 
-/// Both formats the whole-step hasher computes.
-const WHOLE_STEP: [Format; 2] = [Format::V2, Format::V3];
+/// The formats the whole-step hasher computes.
+const WHOLE_STEP: [Format; 3] = [Format::V2, Format::V3, Format::V4];
 
 fn vectors_reproduce(json: &str, format: Format) {
     let v: Vectors = serde_json::from_str(json).unwrap();
@@ -45,9 +46,15 @@ fn vectors_v3_reproduce() {
     vectors_reproduce(include_str!("vectors_v3.json"), Format::V3);
 }
 
-/// The same transitions give other digests in v2 and v3 (v3 is not v2 under another name).
 #[test]
-fn v2_and_v3_digests_differ() {
+fn vectors_v4_reproduce() {
+    vectors_reproduce(include_str!("vectors_v4.json"), Format::V4);
+}
+
+/// The same transitions give other digests in v2, v3 and v4 (none is another under a new
+/// name).
+#[test]
+fn v2_v3_and_v4_digests_differ() {
     let t = base();
     let v2 = Tracer::with_format(Format::V2, CacheMode::On)
         .record(&t)
@@ -58,6 +65,11 @@ fn v2_and_v3_digests_differ() {
         .unwrap()
         .digest;
     assert_ne!(v2, v3);
+    let v4 = Tracer::with_format(Format::V4, CacheMode::On)
+        .record(&t)
+        .unwrap()
+        .digest;
+    assert_ne!(v3, v4);
 }
 
 fn array(n: usize, seed: f32) -> Array {

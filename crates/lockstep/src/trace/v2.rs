@@ -68,11 +68,22 @@ pub const FORMAT_V2: &str = "lockstep/trace/v2";
 /// Version of v2's layout hashed with XXH3-128 (above).
 pub const FORMAT_V3: &str = "lockstep/trace/v3";
 
-/// Which hash a [`StepHasher`] step uses: v2's BLAKE3 or v3's XXH3-128.
+/// Version of v3 with each info as its value layout (below).
+pub const FORMAT_V4: &str = "lockstep/trace/v4";
+
+/// Which hash a [`StepHasher`] step uses: v2's BLAKE3 or v3's (and v4's) XXH3-128.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum StepHash {
     Blake3,
     Xxh3,
+}
+
+/// How a step lays out an agent's info: v2's and v3's canonical JSON text as a name, or
+/// v4's value layout ([`super::value_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum InfoBytes {
+    Text,
+    Layout,
 }
 
 /// Arrays of at least this many element bytes enter a v2 step by their element hash.
@@ -142,14 +153,14 @@ impl StepHasher {
         step: u64,
         t: &Transition,
         mode: CacheMode,
-        hash: StepHash,
+        (hash, info): (StepHash, InfoBytes),
     ) -> Result<Digest, TraceError> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         buf.push(b'S');
         put_u64(&mut buf, step);
         put_u64(&mut buf, t.agents.len() as u64);
-        let written = self.agents(step, t, mode, hash, &mut buf);
+        let written = self.agents(step, t, mode, (hash, info), &mut buf);
         if written.is_ok() {
             put_u64(&mut buf, t.logs.len() as u64);
             for line in &t.logs {
@@ -169,7 +180,7 @@ impl StepHasher {
         step: u64,
         t: &Transition,
         mode: CacheMode,
-        hash: StepHash,
+        (hash, info): (StepHash, InfoBytes),
         buf: &mut Vec<u8>,
     ) -> Result<(), TraceError> {
         for (agent, a) in &t.agents {
@@ -205,40 +216,52 @@ impl StepHasher {
             put_u64(buf, a.reward.to_bits());
             buf.push(u8::from(a.terminated));
             buf.push(u8::from(a.truncated));
-            // The info as a name: its length, patched in once the text is written.
-            let at = buf.len();
-            put_u64(buf, 0);
-            self.info(agent, &a.info, mode, buf)
-                .map_err(|e| TraceError::Info {
-                    step,
-                    agent: agent.to_string(),
-                    message: e.to_string(),
-                })?;
-            let len = (buf.len() - at - 8) as u64;
-            buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
+            let written = match info {
+                InfoBytes::Text => {
+                    // The info as a name: its length, patched in once the text is written.
+                    let at = buf.len();
+                    put_u64(buf, 0);
+                    let written = self.info(agent, &a.info, mode, InfoBytes::Text, buf);
+                    let len = (buf.len() - at - 8) as u64;
+                    buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
+                    written
+                }
+                InfoBytes::Layout => self.info(agent, &a.info, mode, InfoBytes::Layout, buf),
+            };
+            written.map_err(|e| TraceError::Info {
+                step,
+                agent: agent.to_string(),
+                message: e.to_string(),
+            })?;
         }
         Ok(())
     }
 
-    /// Appends the canonical JSON of `info`, from the member cache when it is on.
+    /// Appends `info` as `bytes` says (canonical JSON, or v4's value layout), from the member
+    /// cache when it is on.
     fn info(
         &mut self,
         agent: &str,
         info: &Value,
         mode: CacheMode,
+        bytes: InfoBytes,
         buf: &mut Vec<u8>,
     ) -> std::io::Result<()> {
+        let whole = |buf: &mut Vec<u8>| match bytes {
+            InfoBytes::Text => append(info, buf),
+            InfoBytes::Layout => super::value_bytes::append_value_bytes(info, buf),
+        };
         let Value::Object(map) = info else {
-            return append(info, buf);
+            return whole(buf);
         };
         if mode == CacheMode::Off {
-            return append(info, buf);
+            return whole(buf);
         }
         let cache = match self.infos.get_mut(agent) {
             Some(c) => c,
             None => self.infos.entry(agent.to_string()).or_default(),
         };
-        cache.append_text(map, buf)
+        cache.append(map, bytes, buf)
     }
 
     /// The element hash of a large array (v2's 32 bytes, or v3's 16 then zeros): kept by
