@@ -167,7 +167,7 @@ fn bench_prints_steps_per_second_last() {
 }
 
 /// `range bench --trace` measures the untraced env and one traced env per format in one run
-/// and ends with each format's ratio, v3's last, each the traced rate over the untraced one
+/// and ends with each format's ratio, v4's last, each the traced rate over the untraced one
 /// printed above it.
 #[test]
 fn bench_trace_prints_every_rate_and_the_ratios_last() {
@@ -185,8 +185,8 @@ fn bench_trace_prints_every_rate_and_the_ratios_last() {
     let plain = rate("untraced:");
     assert!(plain > 0.0, "{text}");
     let lines: Vec<&str> = text.lines().collect();
-    let last_three = &lines[lines.len() - 3..];
-    for (format, line) in ["v1", "v2", "v3"].iter().zip(last_three) {
+    let last_four = &lines[lines.len() - 4..];
+    for (format, line) in ["v1", "v2", "v3", "v4"].iter().zip(last_four) {
         let traced = rate(&format!("traced {format}:"));
         assert!(traced > 0.0, "{text}");
         let ratio: f64 = line
