@@ -23,14 +23,14 @@ fn line(args: &[&str]) -> String {
     text
 }
 
-/// A v2 or v3 episode digest is one line, the same in two processes and with the caches
-/// off, its own for another seed, and neither v1's nor the other format's; v1 stays the
+/// A v2, v3 or v4 episode digest is one line, the same in two processes and with the caches
+/// off, its own for another seed, and neither v1's nor another format's; v1 stays the
 /// default.
 #[test]
-fn v2_and_v3_traces_are_reproducible_and_not_v1() {
+fn v2_v3_and_v4_traces_are_reproducible_and_not_v1() {
     for env in ["fixture", "range:ransomware"] {
         let mut digests = Vec::new();
-        for format in ["v2", "v3"] {
+        for format in ["v2", "v3", "v4"] {
             let args = [
                 "trace", "--env", env, "--seed", "4", "--steps", "300", "--format", format,
             ];
@@ -55,15 +55,15 @@ fn v2_and_v3_traces_are_reproducible_and_not_v1() {
         digests.push(v1);
         digests.sort();
         digests.dedup();
-        assert_eq!(digests.len(), 3, "{env}: v1, v2 and v3 all differ");
+        assert_eq!(digests.len(), 4, "{env}: v1, v2, v3 and v4 all differ");
     }
 }
 
-/// `--json --format v2|v3` names its format and carries one digest per step (no agent
+/// `--json --format v2|v3|v4` names its format and carries one digest per step (no agent
 /// digests) whose chain is the plain episode digest.
 #[test]
-fn v2_and_v3_trace_json_name_their_format() {
-    for format in ["v2", "v3"] {
+fn v2_v3_and_v4_trace_json_name_their_format() {
+    for format in ["v2", "v3", "v4"] {
         let args = [
             "trace", "--env", "fixture", "--seed", "1", "--steps", "4", "--format", format,
         ];
@@ -83,7 +83,7 @@ fn v2_and_v3_trace_json_name_their_format() {
 /// An unknown format is refused with a usage error.
 #[test]
 fn unknown_trace_format_is_refused() {
-    let o = lockstep(&["trace", "--env", "fixture", "--format", "v4"]);
+    let o = lockstep(&["trace", "--env", "fixture", "--format", "v5"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("v4"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("v5"));
 }
