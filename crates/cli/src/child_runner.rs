@@ -116,7 +116,7 @@ impl ChildRunner {
             trace: parsed.trace,
             captured,
             // The child's kept prefix is not sent: a divergence is explained from re-runs.
-            kept: Vec::new(),
+            kept: Default::default(),
             step_times: lockstep::trace::from_micros(&parsed.step_times_us),
             checked: Default::default(),
         })

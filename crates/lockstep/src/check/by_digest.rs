@@ -102,4 +102,63 @@ mod tests {
             assert_eq!(k, d.map(|d| d.step));
         }
     }
+
+    /// A rollout recorded against a reference keeps the first transitions it keeps recorded
+    /// on its own (sharing the reference's while it equals it), whether it equals the
+    /// reference, differs from the reset, from a later step, or is longer or shorter; with a
+    /// budget of steps, of bytes, the checks' own, or none.
+    #[test]
+    fn a_rollout_against_a_reference_keeps_what_it_keeps_alone() {
+        use crate::trace::KeepFirst;
+        for keep in [
+            KeepFirst {
+                steps: 4,
+                bytes: usize::MAX,
+            },
+            KeepFirst {
+                steps: 100,
+                bytes: 300,
+            },
+            KeepFirst::CHECKS,
+            KeepFirst::NONE,
+        ] {
+            let reference = Arc::new(
+                Against::of(&recorded(
+                    3,
+                    20,
+                    1,
+                    &RolloutOptions {
+                        check_digests: true,
+                        keep_first: keep,
+                        ..RolloutOptions::default()
+                    },
+                ))
+                .unwrap(),
+            );
+            for (seed, steps, action_seed) in [
+                (3, 20, 1),
+                (4, 20, 1),
+                (3, 20, 2),
+                (3, 30, 1),
+                (3, 12, 1),
+                (3, 2, 1),
+            ] {
+                let against = RolloutOptions {
+                    against: Some(reference.clone()),
+                    keep_first: keep,
+                    ..RolloutOptions::default()
+                };
+                let alone = RolloutOptions {
+                    keep_first: keep,
+                    ..RolloutOptions::default()
+                };
+                let got = recorded(seed, steps, action_seed, &against).kept;
+                let want = recorded(seed, steps, action_seed, &alone).kept;
+                assert_eq!(
+                    got, want,
+                    "{keep:?}: seed {seed}, {steps} steps, actions {action_seed}"
+                );
+            }
+        }
+    }
 }

@@ -232,7 +232,7 @@ fn read_stored(path: &std::path::Path) -> Option<Recorded> {
     Some(Recorded {
         trace,
         captured: None,
-        kept: Vec::new(),
+        kept: Default::default(),
         step_times: Vec::new(),
         checked: Default::default(),
     })

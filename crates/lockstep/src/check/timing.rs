@@ -211,7 +211,7 @@ mod tests {
                 step_digests: Vec::new(),
             },
             captured: None,
-            kept: Vec::new(),
+            kept: Default::default(),
             step_times: ms.iter().map(|&m| Duration::from_millis(m)).collect(),
             checked: Default::default(),
         }

@@ -59,9 +59,12 @@ use crate::env::{Actions, AgentStep, Array, ArrayData, DType, Env, EnvError, Tra
 pub const FORMAT: &str = "lockstep/trace/v1";
 
 mod info_cache;
+mod kept;
 mod v2;
 mod value_bytes;
 use info_cache::InfoCache;
+pub use kept::Kept;
+use kept::KeptPrefix;
 pub use v2::{BY_HASH_MIN_BYTES, FORMAT_V2, FORMAT_V3, FORMAT_V4};
 
 /// Which encoding a [`Tracer`] computes. v1 (the default) has a digest per agent, key, info
@@ -841,17 +844,6 @@ impl KeepFirst {
     };
 }
 
-/// Bytes of a transition's arrays and log lines, for [`KeepFirst::bytes`].
-fn kept_size(t: &Transition) -> usize {
-    let arrays: usize = t
-        .agents
-        .values()
-        .flat_map(|a| a.obs.values())
-        .map(|a| a.len() * a.dtype().size())
-        .sum();
-    arrays + t.logs.iter().map(String::len).sum::<usize>()
-}
-
 /// Drives one rollout step by step, so several can be interleaved in one thread.
 pub struct Rollout<'e> {
     env: &'e mut dyn Env,
@@ -903,6 +895,9 @@ pub struct Against {
     pub checks: Vec<Digest>,
     /// The reference's v1 step digests.
     pub steps: Vec<StepDigest>,
+    /// The reference's kept first transitions, which a rollout equal to it shares instead of
+    /// copying its own (recorded with the same [`KeepFirst`] budget, they would be the same).
+    pub kept: Kept,
 }
 
 impl Against {
@@ -912,6 +907,7 @@ impl Against {
             || Against {
                 checks: r.checked.digests.clone(),
                 steps: r.trace.step_digests.clone(),
+                kept: r.kept.clone(),
             },
         )
     }
@@ -965,7 +961,10 @@ impl Recorder {
             mode: opts.cache,
             capture: opts.capture,
             captured: None,
-            kept: KeptPrefix::new(opts.keep_first),
+            kept: match &opts.against {
+                Some(a) => KeptPrefix::sharing(opts.keep_first, a.kept.clone()),
+                None => KeptPrefix::new(opts.keep_first),
+            },
         }
     }
 
@@ -983,6 +982,7 @@ impl Recorder {
                 if self.v1.is_none() && against.checks.get(step as usize) != Some(&check) {
                     let same = &against.steps[..(step as usize).min(against.steps.len())];
                     self.v1 = Some(Tracer::resumed(self.mode, same));
+                    self.kept.part();
                 }
             }
             if let Some(v1) = self.v1.as_mut() {
@@ -1020,12 +1020,13 @@ impl Recorder {
         v1.then(|| Against {
             checks: self.checked.digests.clone(),
             steps: self.tracer.steps().to_vec(),
+            kept: self.kept.to_kept(),
         })
     }
 
     /// The tracer whose trace the rollout returns: the v1 one of a rollout that differs from
     /// its reference (a shorter one is the reference's first steps), else the recording's own.
-    fn into_tracer(self) -> (Tracer, Option<Transition>, Vec<Transition>, Checked) {
+    fn into_tracer(self) -> (Tracer, Option<Transition>, Kept, Checked) {
         let tracer = match (self.v1, &self.against) {
             (Some(v1), _) => v1,
             (None, Some(a)) if a.steps.len() != self.tracer.steps().len() => {
@@ -1033,7 +1034,7 @@ impl Recorder {
             }
             _ => self.tracer,
         };
-        (tracer, self.captured, self.kept.transitions, self.checked)
+        (tracer, self.captured, self.kept.into_kept(), self.checked)
     }
 }
 
@@ -1043,7 +1044,7 @@ impl Recorder {
 pub struct Recorded {
     pub trace: Trace,
     pub captured: Option<Transition>,
-    pub kept: Vec<Transition>,
+    pub kept: Kept,
     /// How long the env took for the reset (`[0]`) and each step: never part of the trace, read
     /// only to tell timing from state when runs differ (`check::timing`). Empty when the run
     /// happened where it was not measured (a stored reference).
@@ -1147,41 +1148,6 @@ impl<'e> Rollout<'e> {
             step_times: self.times,
             checked,
         }
-    }
-}
-
-/// The leading transitions a rollout keeps, within a [`KeepFirst`] budget.
-#[derive(Debug)]
-struct KeptPrefix {
-    budget: KeepFirst,
-    bytes: usize,
-    /// Set once a transition did not fit: a later, smaller one must not leave a gap.
-    closed: bool,
-    transitions: Vec<Transition>,
-}
-
-impl KeptPrefix {
-    fn new(budget: KeepFirst) -> KeptPrefix {
-        KeptPrefix {
-            budget,
-            bytes: 0,
-            closed: false,
-            transitions: Vec::new(),
-        }
-    }
-
-    /// Keeps `t` (the next step) if the prefix is unbroken and `t` fits.
-    fn offer(&mut self, t: &Transition) {
-        if self.closed || self.transitions.len() >= self.budget.steps {
-            return;
-        }
-        let size = kept_size(t);
-        if self.bytes + size > self.budget.bytes {
-            self.closed = true;
-            return;
-        }
-        self.bytes += size;
-        self.transitions.push(t.clone());
     }
 }
 

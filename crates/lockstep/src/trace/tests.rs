@@ -1,5 +1,6 @@
 //! Tests of the v1 tracer: value stability, caches against from-scratch hashing, rollouts.
 
+use super::kept::kept_size;
 use super::*;
 use crate::env::{AgentSpec, ArrayData, EnvSpec, Space};
 use lockstep_canon::{Map, Number};
