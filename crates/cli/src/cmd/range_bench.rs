@@ -46,6 +46,8 @@ struct Stepper {
     /// Steps taken, and steps taken when the last episode ended.
     taken: u64,
     ended_at: u64,
+    /// References of the episodes a compared stepper finished, dropped between timed blocks.
+    spent: Vec<Arc<Against>>,
 }
 
 /// How a [`Stepper`] records its env.
@@ -119,6 +121,7 @@ impl Stepper {
             episodes: 0,
             taken: 0,
             ended_at: 0,
+            spent: Vec::new(),
         })
     }
 
@@ -165,7 +168,10 @@ impl Stepper {
                 if let Some((opts, rec, times)) = self.check.as_mut() {
                     // A check records each rollout from scratch, a compared one against the
                     // reference of the same seed.
-                    if let (Some(_), Some(refs)) = (&opts.against, &self.references) {
+                    if let (Some(done), Some(refs)) = (&opts.against, &self.references) {
+                        // A check drops its reference once, after all the rollouts compared
+                        // with it: freeing its v1 digests is not a compared rollout's cost.
+                        self.spent.push(done.clone());
                         opts.against = refs.borrow_mut().pop_front();
                         anyhow::ensure!(opts.against.is_some(), "no reference for an episode");
                     }
@@ -250,10 +256,12 @@ pub fn traced_vs_untraced(params: &Params, seed: u64, seconds: f64) -> anyhow::R
     let budget = Duration::from_secs_f64(seconds);
     let start = Instant::now();
     while start.elapsed() < budget || blocks == 0 {
-        // The producer's catch-up first, away from the compared stepper's block.
-        for (mode, s, _) in &traced {
+        // The producer's catch-up first, away from the compared stepper's block, and the
+        // references it finished with dropped, untimed.
+        for (mode, s, _) in &mut traced {
             if let Mode::CheckCompared = mode {
                 ahead(s.taken)?;
+                s.spent.clear();
             }
         }
         // Each round starts one env further on: a block pays for the caches the block before
