@@ -339,32 +339,15 @@ mod tests {
         }
     }
 
-    /// SplitMix64: a fixed stream of draws for the random infos below.
-    struct Draws(u64);
-
-    impl Draws {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     /// A value whose text may keep or change its length: small and large numbers, both
     /// zeros, strings (short, long, escaped), a list and an object.
-    fn random_value(d: &mut Draws) -> Value {
+    fn random_value(d: &mut crate::seed::Stream) -> Value {
         use lockstep_canon::Number;
         match d.below(9) {
             0 => Value::Number(Number::Int(d.below(12) as i64)),
-            1 => Value::Number(Number::Int(d.next() as i64)),
+            1 => Value::Number(Number::Int(d.next_u64() as i64)),
             2 => Value::Number(Number::Float(d.below(4) as f64 * 0.25)),
-            3 => Value::Number(Number::Float(f64::from_bits(d.next() >> 2))),
+            3 => Value::Number(Number::Float(f64::from_bits(d.next_u64() >> 2))),
             4 => Value::Number(Number::Float(if d.below(2) == 0 { 0.0 } else { -0.0 })),
             5 => Value::Bool(d.below(2) == 0),
             6 => Value::String(
@@ -413,7 +396,7 @@ mod tests {
             "tick",
             "zz",
         ];
-        let mut d = Draws(7);
+        let mut d = crate::seed::SeedTree::new(7).stream("test/infos");
         for episode in 0..50 {
             let mut cache = InfoCache::default();
             // One cache kept in format v4's layout, held to the layout written whole.
