@@ -213,6 +213,8 @@ struct Canon<'a> {
     /// The key order of the object being reordered (indices of its members), and the last
     /// order found for each number of members (below `order::ORDERS_KEPT`).
     order: Vec<u32>,
+    /// Scratch of the sort of a large object (`order::sort_by_prefix`).
+    by_prefix: Vec<(u64, u32)>,
     orders: Vec<Vec<u32>>,
     /// The members of an object being reordered, copied aside.
     aside: Vec<u8>,
@@ -266,6 +268,7 @@ impl<'a> Canon<'a> {
             open_objects: 0,
             scratch: String::new(),
             order: Vec::new(),
+            by_prefix: Vec::new(),
             orders: Vec::new(),
             aside: Vec::new(),
             moved_max: order::MOVED_MAX,

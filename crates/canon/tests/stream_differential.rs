@@ -1069,3 +1069,63 @@ fn a_large_object_out_of_order_at_its_end() {
         assert_eq!(outcome(result, out.bytes), want, "parallel, {last}");
     }
 }
+
+/// Large objects (from 64 members, sorted by their keys' first 8 bytes and then, where
+/// those are the same, by whole keys) against the two-step path: keys that share their
+/// first 8 bytes or more, keys shorter than 8 bytes that differ only by a NUL (`\u0000`) at
+/// their end (the same zero-padded 8 bytes), non-ASCII and astral keys (whose UTF-16 order
+/// JCS uses), a duplicate now and then, in shuffled order, on one thread and two.
+#[test]
+fn large_objects_sorted_by_key_prefixes() {
+    const STEMS: &[&str] = &[
+        "",
+        "ab",
+        "agent-00",
+        "agent-001",
+        "z",
+        "\\u00e9t\\u00e9",
+        "\\ud83d\\ude00",
+        "\u{e9}",
+        "\\u0000",
+    ];
+    const TAILS: &[&str] = &["", "\\u0000", "0", "1", "\\u0000\\u0000", "x", "\u{1f600}"];
+    let mut rng = Rng(64);
+    let mut duplicates = 0;
+    for round in 0..300 {
+        let n = 64 + rng.below(200) as usize;
+        let mut keys: Vec<String> = Vec::new();
+        while keys.len() < n {
+            let key = format!(
+                "{}{}{}",
+                rng.pick(STEMS),
+                rng.pick(TAILS),
+                if rng.below(3) == 0 {
+                    String::new()
+                } else {
+                    rng.below(1000).to_string()
+                }
+            );
+            let fresh = !keys.contains(&key);
+            if fresh || rng.below(400) == 0 {
+                duplicates += usize::from(!fresh);
+                keys.push(key);
+            }
+        }
+        let members: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| format!("\"{k}\":{i}"))
+            .collect();
+        let text = format!("{{\"m\":{{{}}},\"r\":{round}}}", members.join(","));
+        let options = ParseOptions::default();
+        for profile in [Profile::Python, Profile::Jcs] {
+            let want = two_step(text.as_bytes(), &options, profile);
+            assert_eq!(one_pass(text.as_bytes(), &options, profile), want, "{text}");
+            let from = text.len() / 2 + round % 3;
+            let (split, _) = split_pass(text.as_bytes(), &options, profile, true, from, true);
+            assert_eq!(split, want, "split, {text}");
+        }
+    }
+    // The duplicate branch ran, and not in every object.
+    assert!((5..250).contains(&duplicates), "{duplicates}");
+}
