@@ -20,8 +20,16 @@ pub(crate) mod counts;
 pub(crate) mod envs;
 pub(crate) mod isolated;
 pub(crate) mod json_input;
+#[cfg(target_os = "linux")]
+pub(crate) mod large_pages;
 pub(crate) mod render;
 pub(crate) mod shell;
+
+/// Large buffers in 2 MiB pages (`large_pages.rs`); the library target (the Python package's
+/// extension) has it too, for its fingerprints.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: large_pages::LargePages = large_pages::LargePages;
 
 // For the library target (lib.rs): the Python package's console script sets it.
 #[allow(unused_imports)]
