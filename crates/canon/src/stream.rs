@@ -25,6 +25,7 @@
 
 mod duplicates;
 mod early;
+mod escape_window;
 mod order;
 mod splice;
 mod split;

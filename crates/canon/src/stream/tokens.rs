@@ -8,6 +8,7 @@ use crate::sink::Out;
 use crate::writer::{jcs_number, python_number, Num};
 use crate::{ParseError, Value};
 
+use super::escape_window::{self, window, Window};
 use super::Canon;
 
 impl Canon<'_> {
@@ -215,9 +216,38 @@ impl Canon<'_> {
 /// one high and one low, which is how Python writes an astral char). That is how Python's
 /// `json.dump` writes every non-ASCII char of a state file. `None` for anything else, errors
 /// included (the caller reads such a string the general way).
+///
+/// From its first escape on, 32 to 48 bytes at a time where a window of them decides
+/// (`stream/escape_window.rs`, on a CPU with AVX-512BW), byte by byte through the 16 bytes of
+/// a window that does not, and everywhere else.
 pub(crate) fn python_verbatim_end(bytes: &[u8], start: usize) -> Option<usize> {
+    verbatim_end(bytes, start, escape_window::available())
+}
+
+/// [`python_verbatim_end`] byte by byte only: the reference the windows are tested against.
+#[cfg(test)]
+pub(super) fn python_verbatim_end_bytewise(bytes: &[u8], start: usize) -> Option<usize> {
+    verbatim_end(bytes, start, false)
+}
+
+#[inline(always)]
+fn verbatim_end(bytes: &[u8], start: usize, windows: bool) -> Option<usize> {
     let mut i = start + 1;
+    // Byte by byte up to here (a window did not decide its 16 bytes).
+    let mut bytewise_until = if windows { i } else { usize::MAX };
     loop {
+        // A window where an escape starts: a token of printable ASCII alone is one run.
+        if i >= bytewise_until && bytes.get(i) == Some(&b'\\') {
+            match window(bytes, i) {
+                Window::End(n) => return Some(i + n),
+                Window::Verbatim(n) => {
+                    i += n;
+                    continue;
+                }
+                Window::NotVerbatim => return None,
+                Window::Unsure => bytewise_until = i + 16,
+            }
+        }
         // Escapes often come one after another (every char of a non-Latin word): a byte
         // test first, the word scan of a run only where one starts.
         match *bytes.get(i)? {
