@@ -245,14 +245,39 @@ pub(crate) fn python_string_of_token(
     out: &mut Vec<u8>,
 ) -> Option<usize> {
     let mark = out.len();
-    let end = python_token_into(bytes, open, out);
+    let end = python_token_into::<false>(bytes, open, out, &mut Vec::new());
     if end.is_none() {
         out.truncate(mark);
     }
     end
 }
 
-fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usize> {
+/// As [`python_string_of_token`] for an object's key, which is also wanted decoded (its
+/// order is its chars'): the key's UTF-8 appended to `decoded` in the same scan. `None`,
+/// with `out` and `decoded` as they were, where [`python_string_of_token`] says `None`.
+pub(crate) fn python_key_of_token(
+    bytes: &[u8],
+    open: usize,
+    out: &mut Vec<u8>,
+    decoded: &mut Vec<u8>,
+) -> Option<usize> {
+    let (mark, decoded_mark) = (out.len(), decoded.len());
+    let end = python_token_into::<true>(bytes, open, out, decoded);
+    if end.is_none() {
+        out.truncate(mark);
+        decoded.truncate(decoded_mark);
+    }
+    end
+}
+
+/// The scan of [`python_string_of_token`]; with `DECODE`, the string's UTF-8 goes to
+/// `decoded` as well (compiled out without it, so values pay nothing for keys).
+fn python_token_into<const DECODE: bool>(
+    bytes: &[u8],
+    open: usize,
+    out: &mut Vec<u8>,
+    decoded: &mut Vec<u8>,
+) -> Option<usize> {
     out.push(b'"');
     let mut i = open + 1;
     loop {
@@ -277,6 +302,9 @@ fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usi
                 }
                 _ => out.extend_from_slice(&bytes[start..i]),
             }
+            if DECODE {
+                decoded.extend_from_slice(&bytes[start..i]);
+            }
             continue;
         }
         // Room for the longest thing one step writes (a surrogate pair's two escapes).
@@ -291,11 +319,24 @@ fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usi
                 let unit = match e {
                     b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f' => {
                         out.extend_from_slice(&bytes[i..i + 2]);
+                        if DECODE {
+                            decoded.push(match e {
+                                b'n' => b'\n',
+                                b'r' => b'\r',
+                                b't' => b'\t',
+                                b'b' => 0x08,
+                                b'f' => 0x0c,
+                                quote_or_backslash => quote_or_backslash,
+                            });
+                        }
                         i += 2;
                         continue;
                     }
                     b'/' => {
                         out.push(b'/');
+                        if DECODE {
+                            decoded.push(b'/');
+                        }
                         i += 2;
                         continue;
                     }
@@ -314,11 +355,18 @@ fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usi
                         }
                         out.extend_from_slice(&u_escape(unit as u16));
                         out.extend_from_slice(&u_escape(low as u16));
+                        if DECODE {
+                            let c = 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00);
+                            push_char(decoded, c);
+                        }
                         i += 6;
                     }
                     0xdc00..=0xdfff => return None,
                     _ => {
                         // A char below 0x80 as the writer writes it: short, itself, or `\u`.
+                        if DECODE {
+                            push_char(decoded, unit);
+                        }
                         let unit = unit as u16;
                         match u8::try_from(unit).map(|c| (c, short_escape(c))) {
                             Ok((_, Some(short))) => out.extend_from_slice(short),
@@ -330,10 +378,16 @@ fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usi
             }
             0x7f => {
                 out.extend_from_slice(b"\\u007f");
+                if DECODE {
+                    decoded.push(0x7f);
+                }
                 i += 1;
             }
             0x80.. => {
                 let (c, len) = utf8_char(&bytes[i..])?;
+                if DECODE {
+                    decoded.extend_from_slice(&bytes[i..i + len]);
+                }
                 if c >= 0x10000 {
                     let c = c - 0x10000;
                     out.extend_from_slice(&u_escape(0xd800 | (c >> 10) as u16));
@@ -349,10 +403,17 @@ fn python_token_into(bytes: &[u8], open: usize, out: &mut Vec<u8>) -> Option<usi
     }
 }
 
+/// Appends the UTF-8 of `c`, a char (not a surrogate: the caller checked).
+#[inline]
+fn push_char(decoded: &mut Vec<u8>, c: u32) {
+    let c = char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER);
+    decoded.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+}
+
 /// The char a UTF-8 sequence at the start of `bytes` (first byte 0x80 or above) encodes,
 /// and its length; `None` where `str::from_utf8` would refuse it: a stray continuation
 /// byte, an overlong form, a surrogate, beyond U+10FFFF, a sequence cut short.
-#[inline]
+#[inline(always)]
 fn utf8_char(bytes: &[u8]) -> Option<(u32, usize)> {
     let cont = |k: usize| match bytes.get(k) {
         Some(&c) if c & 0xc0 == 0x80 => Some(u32::from(c & 0x3f)),

@@ -34,7 +34,7 @@ mod tokens;
 use std::cmp::Ordering;
 use std::io;
 
-use crate::escape::{jcs_string, python_string};
+use crate::escape::{jcs_string, python_key_of_token, python_string};
 use crate::parser::{Parser, StringToken};
 use crate::scan::ascii_escaped_string;
 use crate::sink::Out;
@@ -509,6 +509,20 @@ impl Canon<'_> {
                 python_string(&self.scratch, &mut self.buf);
             }
             return Ok(self.decoded_key());
+        }
+        // A key of raw UTF-8 (a state file written without `ensure_ascii`): escaped and
+        // decoded in one scan, as the string values of such a file are.
+        if !self.jcs {
+            let start = self.keys.len();
+            if let Some(end) = python_key_of_token(self.p.bytes, at, &mut self.buf, &mut self.keys)
+            {
+                self.p.pos = end;
+                let key = KeyRef {
+                    start: start | DECODED,
+                    end: self.keys.len(),
+                };
+                return Ok((key, prefix_in(&self.keys, start, key.end - start), false));
+            }
         }
         Ok(match self.p.string_token(&mut self.scratch)? {
             StringToken::Raw { text, printable } => {

@@ -88,6 +88,10 @@ const KEYS: &[&str] = &[
     "",
     "A",
     "\u{7f}",
+    // Raw UTF-8 with escapes in one key, and a lone surrogate (the general reading's).
+    "\u{e9}\\n\\u0041\u{1f600}\\\"",
+    "\\ud800x",
+    "\u{e9}\\ud83d",
 ];
 
 fn ws(rng: &mut Rng, out: &mut String) {
