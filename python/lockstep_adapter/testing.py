@@ -70,6 +70,7 @@ fresh_rng      step noise from ``np.random.default_rng()``, a     1       ``obs/
 what it uses): only instances sharing one process, as lockstep/2 hosts them, show them.
 """
 
+import itertools
 import os
 import random
 import sys
@@ -477,16 +478,21 @@ def page_clicker(bug=None, horizon=8):
     return PageClicker(bug=bug, horizon=horizon)
 
 
-# Load on the machine, as a web env meets it: a step stalls now and then, by no seed.
-_LOAD = random.SystemRandom()
+# Load on the machine, as a web env meets it: a step stalls now and then, by no seed and no
+# state of any instance. Which steps stall is counted over the whole process rather than
+# drawn, so that two rollouts of one seed always meet a stall at different steps (rollouts of
+# 8 steps against one stall in 7): with a draw, both rollouts went without one in about one
+# run in 13, and the check this fixture exists to fail passed.
+_PROCESS_STEPS = itertools.count()
 
 
 class TimeoutClicker(Clicker):
     """:class:`Clicker` whose actions time out as a browser's do: each step waits for the page
     with a 100 ms timeout (BrowserGym's actions have 500 ms), and a step that takes longer
     reports ``last_action_error`` ``Timeout 100ms exceeded.`` instead of clicking. The page is
-    quick, but one step in ``stall`` (0.15) stalls 150 ms, as under load: the episode depends
-    on timing, at whichever step a stall lands, and on no state of any instance."""
+    quick, but one step in ``1 / stall`` (7) of the process stalls 150 ms, as under load: the
+    episode depends on timing, at whichever step a stall lands, and on no state of any
+    instance."""
 
     TIMEOUT = 0.1
 
@@ -506,7 +512,8 @@ class TimeoutClicker(Clicker):
 
     def step(self, action):
         started = time.monotonic()
-        if _LOAD.random() < self.stall:
+        every = max(1, round(1 / self.stall)) if self.stall > 0 else 0
+        if every and next(_PROCESS_STEPS) % every == every - 1:
             time.sleep(0.15)
         if time.monotonic() - started > self.TIMEOUT:
             self.error = "Timeout 100ms exceeded."
