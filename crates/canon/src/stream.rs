@@ -647,6 +647,9 @@ impl Canon<'_> {
             return Ok(());
         };
         self.open_objects -= 1;
+        if self.frames.is_empty() {
+            out.ending();
+        }
         // A part of the helper's was taken into this object: its members come last.
         let with_part = self.members[obj.first_member..]
             .last()

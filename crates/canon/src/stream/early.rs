@@ -23,6 +23,11 @@ use super::{emit, Canon, Frame, FLUSH_BYTES};
 pub trait EarlyWrite: io::Write {
     /// Forget every byte written so far: what comes next is the document from its start.
     fn restart(&mut self) -> io::Result<()>;
+
+    /// The root object closed: what is written from now on comes at once, with nothing
+    /// left to read (a restart may still come first). A writer that hashes on another
+    /// thread can hash the rest itself, without copying it across.
+    fn ending(&mut self) {}
 }
 
 /// The writer of [`canonicalize`](crate::canonicalize), which never guesses: a restart would
