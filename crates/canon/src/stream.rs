@@ -45,7 +45,7 @@ use early::{Early, NoRestart};
 #[doc(hidden)]
 pub use order::MOVED_MAX;
 use splice::{is_in_part, PartText, Piece, Rope, Splice};
-pub use split::canonicalize_early_parallel;
+pub use split::{canonicalize_early_parallel, canonicalize_parallel, reads_in_parallel};
 #[doc(hidden)]
 pub use split::{canonicalize_split_from, Plan};
 use tokens::{copy_token, quoted};

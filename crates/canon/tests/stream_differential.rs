@@ -7,9 +7,9 @@
 use std::io;
 
 use lockstep_canon::{
-    canonicalize, canonicalize_early, canonicalize_early_parallel, canonicalize_split_from,
-    parse_with, to_vec, CanonError, Document, EarlyWrite, Number, ParseOptions, Plan, Profile,
-    Value, MOVED_MAX,
+    canonicalize, canonicalize_early, canonicalize_early_parallel, canonicalize_parallel,
+    canonicalize_split_from, parse_with, reads_in_parallel, to_vec, CanonError, Document,
+    EarlyWrite, Number, ParseOptions, Plan, Profile, Value, MOVED_MAX,
 };
 
 struct Rng(u64);
@@ -1038,6 +1038,13 @@ fn large_documents_split_in_the_middle() {
             let mut out = Recording::default();
             let result = canonicalize_early_parallel(text.as_bytes(), &options, profile, &mut out);
             assert_eq!(outcome(result, out.bytes), want, "parallel, {profile}");
+            let mut plain = Vec::new();
+            let result = canonicalize_parallel(text.as_bytes(), &options, profile, &mut plain);
+            assert_eq!(
+                outcome(result, plain),
+                want,
+                "parallel, not early, {profile}"
+            );
         }
     }
 }
@@ -1071,6 +1078,10 @@ fn a_large_object_out_of_order_at_its_end() {
         let result =
             canonicalize_early_parallel(text.as_bytes(), &options, Profile::Python, &mut out);
         assert_eq!(outcome(result, out.bytes), want, "parallel, {last}");
+        assert!(reads_in_parallel(text.len()), "{} bytes", text.len());
+        let mut plain = Vec::new();
+        let result = canonicalize_parallel(text.as_bytes(), &options, Profile::Python, &mut plain);
+        assert_eq!(outcome(result, plain), want, "parallel, not early, {last}");
     }
 }
 

@@ -106,44 +106,105 @@ impl io::Write for HashWriter {
 }
 
 /// Inputs at least this long are hashed on a thread of their own while they are read
-/// ([`crate::background_hash`]). Below it hardly anything could go out early (a guess waits
-/// for a whole 64 KiB piece), so the thread (about 20 µs to start and join on the 2-vCPU
-/// test machine) and the copy into pieces would not pay.
+/// ([`crate::background_hash`]), where a core is free for it. Below it hardly anything could
+/// go out early (a guess waits for a whole 64 KiB piece), so the thread (about 20 µs to start
+/// and join on the 2-vCPU test machine) and the copy into pieces would not pay.
 pub const BACKGROUND_HASH_BYTES: usize = 256 * 1024;
+
+/// Which threads read a text and which one hashes its canonical bytes: one per core at
+/// most, because a thread without a core of its own only takes the others' time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Threads {
+    /// Read and hashed on the caller's thread.
+    One,
+    /// Read on the caller's thread, hashed on another while it is read (bytes handed over
+    /// early, `lockstep_canon::canonicalize_early`).
+    HashBeside,
+    /// Read on two threads (`lockstep_canon::canonicalize_parallel`), hashed on the caller's
+    /// once the reading is done: with two cores both read, and early bytes for a third
+    /// thread measured 4% slower on the shapes whose guess fails and no faster on the others
+    /// (docs/canonical-json.md, fourteenth round).
+    ReadOnTwo,
+    /// Read on two threads and hashed on a third while they read.
+    ReadOnTwoHashBeside,
+}
+
+impl Threads {
+    /// The threads for a text of `len` bytes on a machine with `cores` cores.
+    fn for_text(len: usize, cores: usize) -> Threads {
+        let two_readers = lockstep_canon::reads_in_parallel(len);
+        match cores {
+            _ if len < BACKGROUND_HASH_BYTES => Threads::One,
+            0 | 1 => Threads::One,
+            2 if two_readers => Threads::ReadOnTwo,
+            2 => Threads::HashBeside,
+            _ if two_readers => Threads::ReadOnTwoHashBeside,
+            _ => Threads::HashBeside,
+        }
+    }
+}
+
+/// The cores this process may run on (its CPU affinity and cgroup quota), asked once.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
 
 /// The SHA-256 of the canonical bytes of the JSON `text` in `profile`, as lowercase hex,
 /// and how many canonical bytes that was: in one pass, without a tree of the document
-/// (`lockstep_canon::canonicalize`), hashed on another thread when the text is large, and
-/// its second half read on a third from 1 MiB (`canonicalize_early_parallel`).
+/// (`lockstep_canon::canonicalize`), on as many threads as there are cores for (a large
+/// text's second half read by a helper, the hashing beside the reading: [`Threads`]).
 pub fn digest_text(
     text: &[u8],
     options: &ParseOptions,
     profile: Profile,
 ) -> Result<(String, u64), CanonError> {
-    if text.len() >= BACKGROUND_HASH_BYTES {
+    digest_text_on(
+        text,
+        options,
+        profile,
+        Threads::for_text(text.len(), cores()),
+    )
+}
+
+fn digest_text_on(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    threads: Threads,
+) -> Result<(String, u64), CanonError> {
+    if matches!(threads, Threads::HashBeside | Threads::ReadOnTwoHashBeside) {
         // A system that cannot start a thread still gets its digest, on this one.
         if let Ok(mut hasher) = BackgroundHashWriter::new() {
-            // From 1 MiB the text itself is read on two threads as well.
-            lockstep_canon::canonicalize_early_parallel(text, options, profile, &mut hasher)?;
+            if threads == Threads::HashBeside {
+                lockstep_canon::canonicalize_early(text, options, profile, &mut hasher)?;
+            } else {
+                lockstep_canon::canonicalize_early_parallel(text, options, profile, &mut hasher)?;
+            }
             let bytes = hasher.bytes_written();
             return Ok((hasher.finish_hex()?, bytes));
         }
     }
     let mut hasher = HashWriter::new();
-    lockstep_canon::canonicalize(text, options, profile, &mut hasher)?;
+    if threads == Threads::ReadOnTwo {
+        lockstep_canon::canonicalize_parallel(text, options, profile, &mut hasher)?;
+    } else {
+        lockstep_canon::canonicalize(text, options, profile, &mut hasher)?;
+    }
     let bytes = hasher.bytes_written();
     Ok((hasher.finish_hex(), bytes))
 }
 
 /// The SHA-256 of a parsed [`Document`]'s canonical bytes in `profile`, as lowercase hex,
 /// and how many canonical bytes that was; hashed on another thread while the bytes are
-/// written when the document's text is large (the same rule as [`digest_text`]). For a
+/// written when the document's text is large and there is a second core (the document is
+/// written on one thread, so the hasher has a core of its own). For a
 /// document read once to be hashed in several profiles, or read as well as hashed.
 pub fn digest_document(
     doc: &Document<'_>,
     profile: Profile,
 ) -> Result<(String, u64), lockstep_canon::Error> {
-    if doc.text().len() >= BACKGROUND_HASH_BYTES {
+    if doc.text().len() >= BACKGROUND_HASH_BYTES && cores() >= 2 {
         if let Ok(mut hasher) = BackgroundHashWriter::new() {
             doc.write(profile, &mut hasher)?;
             let bytes = hasher.bytes_written();
@@ -280,6 +341,66 @@ mod tests {
         match digest_document(&doc, Profile::Jcs) {
             Err(lockstep_canon::Error::Value(e)) => assert_eq!(e.pointer, "/a/0"),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn one_thread_a_core_and_no_more() {
+        use Threads::*;
+        let (small, medium, large, huge) = (1000, 512 * 1024, 2 << 20, 100 << 20);
+        let table = [
+            (small, [One, One, One, One]),
+            (medium, [One, One, HashBeside, HashBeside]),
+            (large, [One, One, ReadOnTwo, ReadOnTwoHashBeside]),
+            (huge, [One, One, HashBeside, HashBeside]),
+        ];
+        for (len, want) in table {
+            for (cores, want) in [0, 1, 2, 8].into_iter().zip(want) {
+                assert_eq!(
+                    Threads::for_text(len, cores),
+                    want,
+                    "{len} bytes, {cores} cores"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_choice_of_threads_gives_the_same_digest() {
+        // Keys out of order at the root (the early guess fails) and inside, over 1 MiB.
+        let members: Vec<String> = (0..30_000)
+            .map(|i| {
+                format!(
+                    r#""h{:05}":{{"ip":"10.0.{}.{}","r":0.{i}5}}"#,
+                    30_000 - i,
+                    i / 256 % 256,
+                    i % 256
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"{{"z":1,"hosts":{{{}}},"a":[true,null]}}"#,
+            members.join(",")
+        );
+        assert!(lockstep_canon::reads_in_parallel(text.len()));
+        let options = ParseOptions::default();
+        for profile in [Profile::Python, Profile::Jcs] {
+            let want = {
+                let mut hasher = HashWriter::new();
+                lockstep_canon::canonicalize(text.as_bytes(), &options, profile, &mut hasher)
+                    .unwrap();
+                let bytes = hasher.bytes_written();
+                (hasher.finish_hex(), bytes)
+            };
+            for threads in [
+                Threads::One,
+                Threads::HashBeside,
+                Threads::ReadOnTwo,
+                Threads::ReadOnTwoHashBeside,
+            ] {
+                let got = digest_text_on(text.as_bytes(), &options, profile, threads).unwrap();
+                assert_eq!(got, want, "{threads:?}, {profile}");
+            }
         }
     }
 }

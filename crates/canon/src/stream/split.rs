@@ -72,7 +72,7 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
     profile: Profile,
     out: &mut W,
 ) -> Result<(), CanonError> {
-    if !(SPLIT_MIN..=SPLIT_MAX).contains(&text.len()) {
+    if !reads_in_parallel(text.len()) {
         return super::canonicalize_early(text, options, profile, out);
     }
     let plan = Plan {
@@ -82,6 +82,53 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
         moved_max: MOVED_MAX,
     };
     canonicalize_split_from(text, options, profile, out, true, plan).map(drop)
+}
+
+/// Whether [`canonicalize_early_parallel`] and [`canonicalize_parallel`] read a text of `len`
+/// bytes on two threads (from 1 MiB to 64 MiB); other texts are read on the caller's.
+pub fn reads_in_parallel(len: usize) -> bool {
+    (SPLIT_MIN..=SPLIT_MAX).contains(&len)
+}
+
+/// As [`canonicalize`](crate::canonicalize), with the helper of
+/// [`canonicalize_early_parallel`] reading the second half of a text of 1 MiB to 64 MiB, and
+/// no early writes: `out` gets every byte once the root closes, on this thread. For a writer
+/// with no core of its own (a hasher on a machine of two cores, both reading): handing it
+/// bytes early would only take the readers' time.
+pub fn canonicalize_parallel<W: io::Write>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+) -> Result<(), CanonError> {
+    if !reads_in_parallel(text.len()) {
+        return super::canonicalize(text, options, profile, out);
+    }
+    let plan = Plan {
+        from: text.len() / 2,
+        min_part: MIN_PART,
+        helper_first: false,
+        moved_max: MOVED_MAX,
+    };
+    canonicalize_split_from(text, options, profile, &mut NoRestart(out), false, plan).map(drop)
+}
+
+/// Starts a thread that ends at once, just before the helper starts.
+///
+/// Why: measured on the 2-vCPU test machine (a virtual machine), the first thread a process
+/// starts either shares its parent's core, until the scheduler's next balancing (a tick, up
+/// to 4 ms), or waits that long for the other core to wake; a thread started right after
+/// another gets the other core within about 0.1 ms. A helper that starts late leaves the main
+/// reader waiting at the middle of the text: `lockstep fingerprint` of the `deep` shape of
+/// scripts/bench-fingerprint took 15.4 ms (median of 100) without this and 11.8 ms with it,
+/// the same as with a hashing thread started first (docs/canonical-json.md, fourteenth
+/// round). It costs one thread start (about 20 µs) where the helper would get its core
+/// anyway.
+fn wake_a_second_core() {
+    // A system that cannot start it starts the helper all the same.
+    let _ = thread::Builder::new()
+        .name("canon-wake".into())
+        .spawn(|| {});
 }
 
 /// Where and how the helper reads.
@@ -126,6 +173,7 @@ pub fn canonicalize_split_from<W: EarlyWrite>(
             help(text, options, profile, shared, send, plan);
             true
         } else {
+            wake_a_second_core();
             thread::Builder::new()
                 .name("canon-part".into())
                 .spawn_scoped(s, move || help(text, options, profile, shared, send, plan))
