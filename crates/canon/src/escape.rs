@@ -583,14 +583,25 @@ mod tests {
     /// The general reading of a string token (the parser's, then `python_string`), or
     /// `None` where it refuses the token.
     fn general_python_token(token: &[u8]) -> Option<(Vec<u8>, usize)> {
+        general_python_key(token).map(|(out, _, end)| (out, end))
+    }
+
+    /// As [`general_python_token`], with the string decoded (a key's UTF-8).
+    fn general_python_key(token: &[u8]) -> Option<(Vec<u8>, String, usize)> {
         let mut p = crate::parser::Parser::new(token, crate::ParseOptions::default());
         let mut scratch = String::new();
         let mut out = Vec::new();
-        match p.string_token(&mut scratch).ok()? {
-            crate::parser::StringToken::Raw { text, .. } => python_string(text, &mut out),
-            crate::parser::StringToken::Decoded => python_string(&scratch, &mut out),
-        }
-        Some((out, p.pos))
+        let decoded = match p.string_token(&mut scratch).ok()? {
+            crate::parser::StringToken::Raw { text, .. } => {
+                python_string(text, &mut out);
+                text.to_owned()
+            }
+            crate::parser::StringToken::Decoded => {
+                python_string(&scratch, &mut out);
+                scratch
+            }
+        };
+        Some((out, decoded, p.pos))
     }
 
     /// `python_string_of_token` against the general reading on generated tokens of every
@@ -685,28 +696,36 @@ mod tests {
             (state >> 33) as usize % n
         };
         let (mut taken, mut refused) = (0, 0);
-        for _ in 0..200_000 {
+        for _ in 0..300_000 {
             let mut token = b"\"".to_vec();
-            for _ in 0..next(6) {
+            for _ in 0..next(12) {
                 token.extend_from_slice(pieces[next(pieces.len())]);
             }
             if next(20) != 0 {
                 token.push(b'"');
             }
-            token.extend_from_slice(b",1]");
+            // What follows: from none to more than the 8 bytes the raw-char reading loads.
+            token.extend_from_slice(&b",1] ...........,"[..next(16)]);
             let mut ours = b"prefix".to_vec();
             let got = python_string_of_token(&token, 0, &mut ours);
-            let want = general_python_token(&token);
-            match (got, want) {
-                (Some(end), Some((bytes, pos))) => {
+            let (mut key, mut decoded) = (b"prefix".to_vec(), b"key".to_vec());
+            let got_key = python_key_of_token(&token, 0, &mut key, &mut decoded);
+            let want = general_python_key(&token);
+            match (got, got_key, want) {
+                (Some(end), Some(key_end), Some((bytes, string, pos))) => {
                     assert_eq!((&ours[6..], end), (&bytes[..], pos), "{token:?}");
+                    assert_eq!((&key[6..], key_end), (&bytes[..], pos), "{token:?}");
+                    assert_eq!(&decoded[3..], string.as_bytes(), "{token:?}");
                     taken += 1;
                 }
-                (None, None) => {
+                (None, None, None) => {
                     assert_eq!(ours, b"prefix", "{token:?}");
+                    assert_eq!((&key[..], &decoded[..]), (&b"prefix"[..], &b"key"[..]));
                     refused += 1;
                 }
-                (got, want) => panic!("{token:?}: {got:?} against {want:?}"),
+                (got, got_key, want) => {
+                    panic!("{token:?}: {got:?} {got_key:?} against {want:?}")
+                }
             }
         }
         assert!(taken > 30_000 && refused > 30_000, "{taken} {refused}");
