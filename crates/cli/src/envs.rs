@@ -138,7 +138,9 @@ pub fn resolve(name: &str) -> anyhow::Result<Box<dyn EnvFactory>> {
     bail!("unknown env {name:?}; known envs: {}", known().join(", "))
 }
 
-/// The flags that name an external environment, shared by `check`, `replay` and `trace`.
+// The flags that name an external environment, shared by `check`, `replay` and `trace`.
+// (A plain comment: the commands' arguments are built deferred, so a doc comment here
+// would become the `about` of every command that flattens these flags.)
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExternalEnvArgs {
     /// Check an external environment: the command after `--` serves it over the lockstep
@@ -213,7 +215,9 @@ impl ExternalEnvArgs {
     }
 }
 
-/// `--ignore POINTER`, repeatable: shared by `check`, `replay`, `trace` and the worker.
+// `--ignore POINTER`, repeatable: shared by `check`, `replay`, `trace` and the worker.
+// (A plain comment: the commands' arguments are built deferred, so a doc comment here
+// would become the `about` of every command that flattens these flags.)
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct IgnoreArgs {
     /// Leave this field out of every comparison and digest, and go on comparing the rest: a
@@ -248,7 +252,9 @@ impl IgnoreArgs {
     }
 }
 
-/// `--env NAME` or `--cmd -- ARGV...`: the one environment of `replay` and `trace`.
+// `--env NAME` or `--cmd -- ARGV...`: the one environment of `replay` and `trace`.
+// (A plain comment: the commands' arguments are built deferred, so a doc comment here
+// would become the `about` of every command that flattens these flags.)
 #[derive(clap::Args, Debug, Clone)]
 pub struct EnvArgs {
     /// Environment name (e.g. `fixture`, `fixture:global-rng`, `range:ransomware`).

