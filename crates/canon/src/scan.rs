@@ -75,13 +75,12 @@ pub(crate) fn ascii_escaped_string(
             b'r' => ('\r', true),
             b't' => ('\t', true),
             b'u' => {
-                let digits = bytes.get(i + 2..i + 6)?;
-                let unit = hex4(digits)?;
+                let (unit, upper) = hex4_cased(bytes.get(i + 2..i + 6)?)?;
                 if (0xd800..=0xdbff).contains(&unit) {
                     if bytes.get(i + 6..i + 8)? != b"\\u" {
                         return None;
                     }
-                    let low = hex4(bytes.get(i + 8..i + 12)?)?;
+                    let (low, low_upper) = hex4_cased(bytes.get(i + 8..i + 12)?)?;
                     if !(0xdc00..=0xdfff).contains(&low) {
                         return None;
                     }
@@ -89,15 +88,12 @@ pub(crate) fn ascii_escaped_string(
                         0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00),
                     )?);
                     // Python writes the pair as it is, lowercase.
-                    verbatim &= !digits
-                        .iter()
-                        .chain(&bytes[i + 8..i + 12])
-                        .any(u8::is_ascii_uppercase);
+                    verbatim &= !upper && !low_upper;
                     p.pos = i + 12;
                     continue;
                 }
                 out.push(char::from_u32(unit)?);
-                let lowercase = !digits.iter().any(u8::is_ascii_uppercase);
+                let lowercase = !upper;
                 let own = matches!(unit, 0x00..=0x07 | 0x0b | 0x0e..=0x1f | 0x7f..);
                 verbatim &= lowercase && own;
                 p.pos = i + 6;
@@ -111,18 +107,48 @@ pub(crate) fn ascii_escaped_string(
     }
 }
 
+/// Each byte's value as a hex digit of either case, with 0x10 added for an uppercase one
+/// (`A` to `F`); 0xFF for a byte that is not a hex digit.
+static HEX_DIGITS: [u8; 256] = {
+    let mut t = [0xff; 256];
+    let mut d = 0;
+    while d < 10 {
+        t[b'0' as usize + d] = d as u8;
+        d += 1;
+    }
+    let mut d = 0;
+    while d < 6 {
+        t[b'a' as usize + d] = 10 + d as u8;
+        t[b'A' as usize + d] = 0x10 | (10 + d as u8);
+        d += 1;
+    }
+    t
+};
+
 /// Four hex digits, either case (a `\u` escape's, shared with the escaping of raw strings).
 #[inline(always)]
 pub(crate) fn hex4(digits: &[u8]) -> Option<u32> {
-    digits.iter().try_fold(0u32, |v, &d| {
-        let d = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            b'A'..=b'F' => d - b'A' + 10,
-            _ => return None,
-        };
-        Some(v * 16 + u32::from(d))
-    })
+    hex4_cased(digits).map(|(unit, _)| unit)
+}
+
+/// [`hex4`], and whether any of the digits is an uppercase letter (Python writes lowercase).
+/// From a table, with no branch on a digit: the digits of non-Latin text are random, and a
+/// branch on each one's kind was a fifth of the mispredicted branches of the `escapes`
+/// shape's glossary (cachegrind; docs/canonical-json.md, fourteenth round).
+#[inline(always)]
+pub(crate) fn hex4_cased(digits: &[u8]) -> Option<(u32, bool)> {
+    let [a, b, c, d] = <[u8; 4]>::try_from(digits)
+        .ok()?
+        .map(|x| HEX_DIGITS[x as usize]);
+    let flags = a | b | c | d;
+    if flags & 0xe0 != 0 {
+        return None;
+    }
+    let unit = u32::from(a & 0xf) << 12
+        | u32::from(b & 0xf) << 8
+        | u32::from(c & 0xf) << 4
+        | u32::from(d & 0xf);
+    Some((unit, flags & 0x10 != 0))
 }
 
 /// Where the string whose text starts at `start` (after its opening quote) closes, if its
@@ -213,4 +239,41 @@ pub(crate) fn sse2_run_lanes(chunk: &[u8]) -> (u32, u32) {
         (ends, _mm_movemask_epi8(v) | _mm_movemask_epi8(del))
     };
     (ends as u32, high as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte at every place of four digits, against the standard library's reading.
+    #[test]
+    fn hex4_reads_every_digit_of_either_case_and_refuses_the_rest() {
+        let reference = |digits: &[u8; 4]| -> Option<(u32, bool)> {
+            let text = std::str::from_utf8(digits).ok()?;
+            if !digits.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            let unit = u32::from_str_radix(text, 16).ok()?;
+            Some((unit, digits.iter().any(u8::is_ascii_uppercase)))
+        };
+        for base in [*b"0000", *b"ffff", *b"FFFF", *b"a9F0", *b"d83D"] {
+            for place in 0..4 {
+                for byte in 0..=255u8 {
+                    let mut digits = base;
+                    digits[place] = byte;
+                    assert_eq!(hex4_cased(&digits), reference(&digits), "{digits:?}");
+                    assert_eq!(hex4(&digits), reference(&digits).map(|(u, _)| u));
+                }
+            }
+        }
+        for unit in 0..=0xffffu32 {
+            let lower = format!("{unit:04x}");
+            let upper = format!("{unit:04X}");
+            assert_eq!(hex4_cased(lower.as_bytes()), Some((unit, false)));
+            let has_letter = upper.bytes().any(|b| b.is_ascii_uppercase());
+            assert_eq!(hex4_cased(upper.as_bytes()), Some((unit, has_letter)));
+        }
+        assert_eq!(hex4(b"123"), None);
+        assert_eq!(hex4(b"12345"), None);
+    }
 }
