@@ -384,17 +384,31 @@ fn python_token_into<const DECODE: bool>(
                 i += 1;
             }
             0x80.. => {
-                let (c, len) = utf8_char(&bytes[i..])?;
+                // In text of mixed scripts a char's length and whether it is astral are
+                // random: both are taken without a branch where four bytes are left.
+                let word = bytes.get(i..i + 4).map(|w| [w[0], w[1], w[2], w[3]]);
+                let (c, len) = match word {
+                    Some(word) => utf8_char_of_word(u32::from_le_bytes(word))?,
+                    None => utf8_char(&bytes[i..])?,
+                };
                 if DECODE {
-                    decoded.extend_from_slice(&bytes[i..i + len]);
+                    match word {
+                        Some(word) => {
+                            let at = decoded.len();
+                            decoded.extend_from_slice(&word);
+                            decoded.truncate(at + len);
+                        }
+                        None => decoded.extend_from_slice(&bytes[i..i + len]),
+                    }
                 }
-                if c >= 0x10000 {
-                    let c = c - 0x10000;
-                    out.extend_from_slice(&u_escape(0xd800 | (c >> 10) as u16));
-                    out.extend_from_slice(&u_escape(0xdc00 | (c & 0x3ff) as u16));
-                } else {
-                    out.extend_from_slice(&u_escape(c as u16));
-                }
+                // The char's escape, or a surrogate pair's two: both written, the second
+                // cut off again for a char of the basic plane.
+                let astral = c >= 0x1_0000;
+                let above = c.wrapping_sub(0x1_0000);
+                let first = if astral { 0xd800 | above >> 10 } else { c };
+                out.extend_from_slice(&u_escape(first as u16));
+                out.extend_from_slice(&u_escape((0xdc00 | (above & 0x3ff)) as u16));
+                out.truncate(out.len() - 6 * usize::from(!astral));
                 i += len;
             }
             // A raw control: not JSON.
@@ -408,6 +422,51 @@ fn python_token_into<const DECODE: bool>(
 fn push_char(decoded: &mut Vec<u8>, c: u32) {
     let c = char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER);
     decoded.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+}
+
+/// The length of the UTF-8 form a byte starts, for the first bytes of two- to four-byte
+/// forms that can be valid (0xC2 to 0xF4); 0 for every other byte.
+static UTF8_LEN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0xc2;
+    while b <= 0xf4 {
+        t[b] = if b <= 0xdf {
+            2
+        } else if b <= 0xef {
+            3
+        } else {
+            4
+        };
+        b += 1;
+    }
+    t
+};
+
+/// By the form's length: the shift that brings its bytes (first byte highest) down to bit 0,
+/// the bits of each byte that carry the code point, the continuation bytes' marks (one
+/// `10xxxxxx` a byte, in the little-endian word from bit 8), and the smallest code point the
+/// length may encode (anything below is an overlong form).
+const UTF8_SHIFT: [u32; 5] = [0, 24, 16, 8, 0];
+const UTF8_PAYLOAD: [u32; 5] = [0, 0x7f, 0x1f3f, 0x0f_3f3f, 0x073f_3f3f];
+const UTF8_CONT_MASK: [u32; 5] = [0, 0, 0xc0, 0xc0c0, 0xc0_c0c0];
+const UTF8_CONT_MARK: [u32; 5] = [0, 0, 0x80, 0x8080, 0x80_8080];
+const UTF8_MIN: [u32; 5] = [u32::MAX, u32::MAX, 0x80, 0x800, 0x1_0000];
+
+/// As [`utf8_char`], from the four bytes at the char as a little-endian word (what lies past
+/// the char is ignored), with no branch on the length: the payload bits of each byte are
+/// masked, their 6-bit fields closed up (pairs of bytes, then the two 12-bit halves), and
+/// the form checked as `str::from_utf8` checks it.
+#[inline(always)]
+fn utf8_char_of_word(w: u32) -> Option<(u32, usize)> {
+    let len = UTF8_LEN[(w & 0xff) as usize] as usize;
+    let v = (w.swap_bytes() >> UTF8_SHIFT[len]) & UTF8_PAYLOAD[len];
+    let pairs = (v & 0x003f_003f) | (v & 0x3f00_3f00) >> 2;
+    let c = (pairs & 0xfff) | (pairs >> 4) & 0xff_f000;
+    let valid = ((w >> 8) & UTF8_CONT_MASK[len] == UTF8_CONT_MARK[len])
+        & (c >= UTF8_MIN[len])
+        & (c.wrapping_sub(0xd800) >= 0x800)
+        & (c <= 0x10_ffff);
+    valid.then_some((c, len))
 }
 
 /// The char a UTF-8 sequence at the start of `bytes` (first byte 0x80 or above) encodes,
@@ -602,6 +661,36 @@ mod tests {
             }
         };
         Some((out, decoded, p.pos))
+    }
+
+    /// The word reading of a UTF-8 form against the byte reading: every char after 0x7F,
+    /// with what follows it of every kind, and every first byte from 0x80 with each of the
+    /// bytes at the edges of the continuation range (and outside it) after it.
+    #[test]
+    fn utf8_words_read_as_the_bytes_do() {
+        for c in ('\u{80}'..=char::MAX).map(u32::from) {
+            let c = char::from_u32(c).unwrap();
+            for after in [0x00, 0x22, 0x80, 0xbf, 0xe9, 0xff] {
+                let mut word = [after; 4];
+                c.encode_utf8(&mut word);
+                let got = utf8_char_of_word(u32::from_le_bytes(word));
+                assert_eq!(got, Some((u32::from(c), c.len_utf8())), "{c:?} {after:#x}");
+            }
+        }
+        let edges = [
+            0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xf4, 0xff,
+        ];
+        for b0 in 0x80..=0xffu8 {
+            for &b1 in &edges {
+                for &b2 in &edges {
+                    for &b3 in &edges {
+                        let word = [b0, b1, b2, b3];
+                        let got = utf8_char_of_word(u32::from_le_bytes(word));
+                        assert_eq!(got, utf8_char(&word), "{word:x?}");
+                    }
+                }
+            }
+        }
     }
 
     /// `python_string_of_token` against the general reading on generated tokens of every
