@@ -45,9 +45,10 @@ use early::{Early, NoRestart};
 #[doc(hidden)]
 pub use order::MOVED_MAX;
 use splice::{is_in_part, PartText, Piece, Rope, Splice};
+use split::Taken;
 pub use split::{canonicalize_early_parallel, canonicalize_parallel, reads_in_parallel};
 #[doc(hidden)]
-pub use split::{canonicalize_split_from, Plan};
+pub use split::{canonicalize_split_from, PartsTaken, Plan};
 use tokens::{copy_token, quoted};
 pub(crate) use tokens::{python_verbatim_end, verbatim_number};
 
@@ -193,6 +194,7 @@ enum Seg {
 
 struct Canon<'a> {
     p: Parser<'a>,
+    profile: Profile,
     jcs: bool,
     allow_nan: bool,
     /// Canonical bytes not yet handed to the writer, in the order they were written: the
@@ -229,6 +231,11 @@ struct Canon<'a> {
     main: Option<split::Main<'a>>,
     /// The helper: its outermost container is a guess, and it stops where that ends.
     part: Option<split::Helper<'a>>,
+    /// The sources (`splice::in_part`) of the last part taken: its own buffer, and the
+    /// buffer whose text follows it, if any (`stream/split.rs`).
+    part_taken: (usize, Option<usize>),
+    /// For the helper: counts the parts it takes from the main reader.
+    stolen_count: Option<&'a std::sync::atomic::AtomicUsize>,
     /// The most containers open at once (with the helper's guessed one).
     deepest: usize,
 }
@@ -257,6 +264,7 @@ impl<'a> Canon<'a> {
     ) -> Self {
         Canon {
             p: Parser::new(text, options),
+            profile,
             jcs: profile == Profile::Jcs,
             allow_nan: profile == Profile::Python,
             buf: Vec::with_capacity(buffer),
@@ -278,6 +286,8 @@ impl<'a> Canon<'a> {
             io_error: None,
             main: None,
             part: None,
+            part_taken: (0, None),
+            stolen_count: None,
             deepest: 0,
         }
     }
@@ -395,8 +405,10 @@ impl Canon<'_> {
                     None => return Ok(()),
                     Some(Frame::Array(_)) => match self.p.peek() {
                         Some(b',') => {
-                            if self.split_at_comma(out)? {
-                                continue;
+                            match self.split_at_comma(out)? {
+                                Taken::No => {}
+                                Taken::Yes => continue,
+                                Taken::Ends => return Ok(()),
                             }
                             self.p.pos += 1;
                             if let Some(Frame::Array(index)) = self.frames.last_mut() {
@@ -422,8 +434,10 @@ impl Canon<'_> {
                         self.member_done();
                         match self.p.peek() {
                             Some(b',') => {
-                                if self.split_at_comma(out)? {
-                                    continue;
+                                match self.split_at_comma(out)? {
+                                    Taken::No => {}
+                                    Taken::Yes => continue,
+                                    Taken::Ends => return Ok(()),
                                 }
                                 self.p.pos += 1;
                                 self.p.skip_whitespace();

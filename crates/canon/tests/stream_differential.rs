@@ -9,7 +9,7 @@ use std::io;
 use lockstep_canon::{
     canonicalize, canonicalize_early, canonicalize_early_parallel, canonicalize_parallel,
     canonicalize_split_from, parse_with, reads_in_parallel, to_vec, CanonError, Document,
-    EarlyWrite, Number, ParseOptions, Plan, Profile, Value, MOVED_MAX,
+    EarlyWrite, Number, ParseOptions, PartsTaken, Plan, Profile, Value, MOVED_MAX,
 };
 
 struct Rng(u64);
@@ -841,7 +841,8 @@ fn split_pass(
     early: bool,
     from: usize,
     helper_first: bool,
-) -> (Result<Vec<u8>, String>, usize) {
+    steal_from: Option<usize>,
+) -> (Result<Vec<u8>, String>, PartsTaken) {
     let mut out = Recording::default();
     // Objects put in order by moving their text, by splicing it, or by either as large
     // as they are (`stream/splice.rs`), in turn.
@@ -850,9 +851,10 @@ fn split_pass(
         min_part: 1,
         helper_first,
         moved_max: [MOVED_MAX, 0, 24][from % 3],
+        steal_from,
     };
     let result = canonicalize_split_from(text, options, profile, &mut out, early, plan);
-    let taken = *result.as_ref().unwrap_or(&0);
+    let taken = result.as_ref().copied().unwrap_or_default();
     (outcome(result.map(drop), out.bytes), taken)
 }
 
@@ -893,7 +895,7 @@ fn split_anywhere_equals_parse_then_write() {
                     continue;
                 }
                 let (got, was_taken) =
-                    split_pass(&text, &options, profile, early, from, helper_first);
+                    split_pass(&text, &options, profile, early, from, helper_first, None);
                 assert_eq!(
                     got,
                     want,
@@ -903,8 +905,8 @@ fn split_anywhere_equals_parse_then_write() {
                 );
                 if helper_first {
                     runs += 1;
-                    taken += was_taken;
-                    several += usize::from(was_taken > 1);
+                    taken += was_taken.parts;
+                    several += usize::from(was_taken.parts > 1);
                 }
             }
         }
@@ -919,6 +921,59 @@ fn split_anywhere_equals_parse_then_write() {
     assert!(
         several > 300,
         "several parts taken in {several} of {runs} runs"
+    );
+}
+
+/// The main reader stealing from the helper (`stream/split.rs`): it reads from a comma in
+/// the helper's stretch to the end of the text first, the helper takes those parts into its
+/// own, and the main reader takes the helper's, with their offsets rebased. At every pair of
+/// places of generated and mutated documents, in every profile: the bytes and errors are the
+/// two-step path's, and the helper takes stolen parts often.
+#[test]
+fn split_with_stealing_anywhere_equals_parse_then_write() {
+    let mut rng = Rng(67);
+    let profiles = [Profile::Python, Profile::PythonStrict, Profile::Jcs];
+    let (mut runs, mut stolen, mut both) = (0usize, 0usize, 0usize);
+    for k in 0..200 {
+        let mut text = String::new();
+        gen(&mut rng, 0, &mut text);
+        let text = if k % 4 == 3 {
+            mutate(&mut rng, text.as_bytes())
+        } else {
+            text.into_bytes()
+        };
+        for from in 0..text.len() {
+            let profile = profiles[(k + from) % profiles.len()];
+            let options = ParseOptions {
+                max_depth: if (k + from) % 4 == 0 { 4 } else { 256 },
+                allow_nan: (k + from) % 2 == 0,
+            };
+            let want = two_step(&text, &options, profile);
+            // A few places to steal from, after the helper's first guess.
+            for steal in
+                [1, 2, 3].map(|n| from + rng.below((text.len() - from) as u64 / n + 1) as usize)
+            {
+                let early = (k + steal) % 2 == 0;
+                let (got, taken) =
+                    split_pass(&text, &options, profile, early, from, true, Some(steal));
+                assert_eq!(
+                    got,
+                    want,
+                    "split from {from}, stolen from {steal}, early={early}, {profile} \
+                     {options:?} on {:?}",
+                    String::from_utf8_lossy(&text)
+                );
+                runs += 1;
+                stolen += taken.stolen;
+                both += usize::from(taken.stolen > 0 && taken.parts > 0);
+            }
+        }
+    }
+    // Deterministic (everything is read on this thread, in turn), so these counts are too.
+    assert!(stolen > 400, "{stolen} stolen parts taken in {runs} runs");
+    assert!(
+        both > 300,
+        "a part holding stolen parts taken in {both} of {runs} runs"
     );
 }
 
@@ -1010,6 +1065,7 @@ fn large_documents_split_in_the_middle() {
                     min_part,
                     helper_first,
                     moved_max: if early { MOVED_MAX } else { 0 },
+                    steal_from: None,
                 };
                 let result = canonicalize_split_from(
                     text.as_bytes(),
@@ -1019,7 +1075,7 @@ fn large_documents_split_in_the_middle() {
                     early,
                     plan,
                 );
-                let taken = *result.as_ref().unwrap_or(&0);
+                let taken = result.as_ref().map_or(0, |t| t.parts);
                 let got = outcome(result.map(drop), out.bytes);
                 let head = String::from_utf8_lossy(&text.as_bytes()[..60]);
                 assert_eq!(
@@ -1137,7 +1193,7 @@ fn large_objects_sorted_by_key_prefixes() {
             let want = two_step(text.as_bytes(), &options, profile);
             assert_eq!(one_pass(text.as_bytes(), &options, profile), want, "{text}");
             let from = text.len() / 2 + round % 3;
-            let (split, _) = split_pass(text.as_bytes(), &options, profile, true, from, true);
+            let (split, _) = split_pass(text.as_bytes(), &options, profile, true, from, true, None);
             assert_eq!(split, want, "split, {text}");
         }
     }

@@ -143,7 +143,7 @@ impl Masks {
         let mut m = Masks::default();
         for (k, &b) in chunk.iter().enumerate().take(64) {
             let bit = 1u64 << k;
-            let mut set = |mask: &mut u64, yes: bool| *mask |= if yes { bit } else { 0 };
+            let set = |mask: &mut u64, yes: bool| *mask |= if yes { bit } else { 0 };
             set(&mut m.quote, b == b'"');
             set(&mut m.backslash, b == b'\\');
             set(&mut m.u, b == b'u');

@@ -200,15 +200,15 @@ impl Canon<'_> {
     /// (`stream/split.rs`).
     pub(super) fn insert_part(&mut self) {
         let from = self.pieces.len();
-        let (k, len) = (
-            self.parts.len(),
-            self.parts.last().map_or(0, |p| p.buf.len()),
-        );
-        self.pieces.push(Piece {
-            start: in_part(k, 0),
-            end: in_part(k, len),
-            comma: true,
-        });
+        let (source, tail) = self.part_taken;
+        for source in std::iter::once(source).chain(tail) {
+            let len = self.parts[source - 1].buf.len();
+            self.pieces.push(Piece {
+                start: in_part(source, 0),
+                end: in_part(source, len),
+                comma: true,
+            });
+        }
         let at = self.buf.len();
         self.splices.push(Splice {
             start: at,

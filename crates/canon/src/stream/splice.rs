@@ -37,6 +37,14 @@ pub(super) fn in_part(k: usize, at: usize) -> usize {
     k << SOURCE_SHIFT | at
 }
 
+/// `at`, an offset of a part's reader (in its `buf`, or in a part it took in turn), as an
+/// offset of the reader that takes that part: its `buf` becomes source `base`, and the
+/// parts it took the sources after it.
+#[inline]
+pub(super) fn rebased(base: usize, at: usize) -> usize {
+    in_part(base + (at >> SOURCE_SHIFT), at & POSITION)
+}
+
 /// Whether an offset is in a part's buffer rather than in `buf`.
 #[inline]
 pub(super) fn is_in_part(at: usize) -> bool {

@@ -34,14 +34,24 @@
 //! The cost is the parts' canonical text held until it is taken, so a text is split only up
 //! to `SPLIT_MAX` bytes. A part taken stays in the buffer the helper wrote it to
 //! (`stream/splice.rs`).
+//!
+//! The halves of a text seldom cost the same: a glossary of 20,000 escaped keys costs
+//! twice as much a byte as an array of records. When the main reader arrives at the
+//! helper's first comma and the helper is not done, it steals: it reads on from the middle
+//! of what the helper has left, exactly as the helper reads (guessing at a comma, climbing
+//! to the end of the text), and the helper takes those parts from it as the main reader
+//! takes the helper's, at that comma (so each of the two reads about half of what was
+//! left). The helper then hands over a part that holds parts of the main reader's: their
+//! buffers go along, and their offsets are rebased (`splice::rebased`). A stolen part the
+//! helper went past unread costs only the time the main reader would have waited.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::thread;
 
 use super::order::MOVED_MAX;
-use super::splice::{in_part, PartText, Piece, Splice};
+use super::splice::{rebased, PartText, Piece, Splice};
 use super::{
     beyond_the_writers_depth, early::NoRestart, Canon, CanonError, EarlyWrite, Frame, Member, Obj,
     DECODED,
@@ -62,6 +72,10 @@ const GUESSES: usize = 256;
 /// Parts shorter than this are read by the main reader: taking one costs more.
 const MIN_PART: usize = 16 * 1024;
 
+/// The main reader steals from the helper only when the helper has at least this much
+/// text left: half of it is then worth a second reading's start.
+const STEAL_MIN: usize = 256 * 1024;
+
 /// As [`canonicalize_early`](crate::canonicalize_early), with a helper thread reading the
 /// second half of a text of 1 MiB to 64 MiB: the same bytes, the same errors, and the same
 /// early writes, in about half the time on a machine with a core to spare. Smaller and
@@ -80,6 +94,7 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
         min_part: MIN_PART,
         helper_first: false,
         moved_max: MOVED_MAX,
+        steal_from: None,
     };
     canonicalize_split_from(text, options, profile, out, true, plan).map(drop)
 }
@@ -109,6 +124,7 @@ pub fn canonicalize_parallel<W: io::Write>(
         min_part: MIN_PART,
         helper_first: false,
         moved_max: MOVED_MAX,
+        steal_from: None,
     };
     canonicalize_split_from(text, options, profile, &mut NoRestart(out), false, plan).map(drop)
 }
@@ -145,10 +161,23 @@ pub struct Plan {
     /// Objects up to this size are put in key order by moving their text, larger ones are
     /// spliced (`stream/splice.rs`); [`MOVED_MAX`] but in tests, which splice small ones.
     pub moved_max: usize,
+    /// With `helper_first`: the main reader steals from the first comma from here (as it
+    /// does from the middle of what the helper has left, when it waits for the helper), and
+    /// all of that is read before the helper starts. Ignored on two threads.
+    pub steal_from: Option<usize>,
 }
 
-/// The split one pass as [`Plan`] says; returns how many parts the main reader took. For
-/// tests, which split every document at every place.
+/// How many parts were taken: by the main reader, and by the helper from the main reader's
+/// stealing.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PartsTaken {
+    pub parts: usize,
+    pub stolen: usize,
+}
+
+/// The split one pass as [`Plan`] says; returns how many parts were taken. For tests,
+/// which split every document at every place.
 #[doc(hidden)]
 pub fn canonicalize_split_from<W: EarlyWrite>(
     text: &[u8],
@@ -157,71 +186,201 @@ pub fn canonicalize_split_from<W: EarlyWrite>(
     out: &mut W,
     early: bool,
     plan: Plan,
-) -> Result<usize, CanonError> {
+) -> Result<PartsTaken, CanonError> {
     if let Some(result) = beyond_the_writers_depth(text, options, profile, out) {
-        return result.map(|()| 0);
+        return result.map(|()| PartsTaken::default());
     }
     let shared = Shared {
-        candidates: (0..GUESSES).map(|_| AtomicUsize::new(usize::MAX)).collect(),
-        cancel: AtomicBool::new(false),
+        forward: Lane::new(),
+        back: Lane::new(),
+        helper_at: AtomicUsize::new(0),
+        stolen: AtomicUsize::new(0),
     };
     let (send, outcomes) = mpsc::channel();
+    let (send_back, outcomes_back) = mpsc::channel();
     let options = *options;
     thread::scope(|s| {
         let shared = &shared;
+        let mut steal = Some(Steal {
+            shared,
+            send: send_back,
+            plan,
+        });
+        let back = Main::new(&shared.back, outcomes_back, None);
+        let helper = move || {
+            let at = Some(&shared.helper_at);
+            let stolen = Some(&shared.stolen);
+            help(
+                text,
+                options,
+                profile,
+                &shared.forward,
+                send,
+                plan,
+                at,
+                Some(back),
+                stolen,
+            );
+            // Nothing stolen is taken any more.
+            shared.back.cancel.store(true, Atomic::Relaxed);
+        };
         let helping = if plan.helper_first {
-            help(text, options, profile, shared, send, plan);
+            if let (Some(from), Some(steal)) = (plan.steal_from, steal.take()) {
+                steal.run(text, options, profile, from);
+            }
+            helper();
             true
         } else {
             wake_a_second_core();
             thread::Builder::new()
                 .name("canon-part".into())
-                .spawn_scoped(s, move || help(text, options, profile, shared, send, plan))
+                .spawn_scoped(s, helper)
                 .is_ok()
         };
         let mut c = Canon::new(text, options, profile, early);
         c.moved_max = plan.moved_max;
         if helping {
-            c.main = Some(Main {
-                shared,
-                outcomes,
-                next: 0,
-                taken: 0,
-            });
+            c.main = Some(Main::new(&shared.forward, outcomes, steal));
         }
         let result = c.finish(out);
         // The helper may still be guessing: it stops at its next comma.
-        shared.cancel.store(true, Atomic::Relaxed);
-        let taken = c.main.as_ref().map_or(0, |m| m.taken);
-        result.map(|()| taken)
+        shared.forward.cancel.store(true, Atomic::Relaxed);
+        let parts = c.main.as_ref().map_or(0, |m| m.taken);
+        let stolen = shared.stolen.load(Atomic::Relaxed);
+        result.map(|()| PartsTaken { parts, stolen })
     })
+}
+
+/// One way parts go: the commas the reader of the later text guesses at, for the reader of
+/// the text before them.
+struct Lane {
+    /// The commas the guesses start after, in the order they were made (each one after the
+    /// last): `usize::MAX` for a guess not made yet.
+    candidates: Box<[AtomicUsize]>,
+    /// The reader before no longer needs these parts.
+    cancel: AtomicBool,
+}
+
+impl Lane {
+    fn new() -> Self {
+        Lane {
+            candidates: (0..GUESSES).map(|_| AtomicUsize::new(usize::MAX)).collect(),
+            cancel: AtomicBool::new(false),
+        }
+    }
 }
 
 /// What the two threads share.
 struct Shared {
-    /// The commas the helper's guesses start after, in the order it made them (each one
-    /// after the last): `usize::MAX` for a guess not made yet.
-    candidates: Box<[AtomicUsize]>,
-    /// The main reader no longer needs the helper.
-    cancel: AtomicBool,
+    /// The helper's parts, for the main reader.
+    forward: Lane,
+    /// The parts the main reader steals, for the helper.
+    back: Lane,
+    /// Where the helper reads (its last comma).
+    helper_at: AtomicUsize,
+    /// Parts the helper took from the main reader.
+    stolen: AtomicUsize,
 }
 
-/// The main reader's side.
-pub(super) struct Main<'a> {
+/// What the main reader needs to steal.
+struct Steal<'a> {
     shared: &'a Shared,
-    /// One per candidate the helper published, in that order.
+    send: Sender<Outcome>,
+    plan: Plan,
+}
+
+impl Steal<'_> {
+    /// Reads from the first comma at or after `from` to the end of the text as the helper
+    /// reads, for the helper.
+    fn run(self, text: &[u8], options: ParseOptions, profile: Profile, from: usize) {
+        let plan = Plan { from, ..self.plan };
+        let back = &self.shared.back;
+        help(
+            text, options, profile, back, self.send, plan, None, None, None,
+        );
+    }
+}
+
+/// The taking side of a lane.
+pub(super) struct Main<'a> {
+    lane: &'a Lane,
+    /// One per candidate published, in that order.
     outcomes: Receiver<Outcome>,
     /// The first candidate not passed yet.
     next: usize,
     /// Parts taken.
     taken: usize,
+    /// The main reader's way to steal, until it does.
+    steal: Option<Steal<'a>>,
+}
+
+impl<'a> Main<'a> {
+    fn new(lane: &'a Lane, outcomes: Receiver<Outcome>, steal: Option<Steal<'a>>) -> Self {
+        Main {
+            lane,
+            outcomes,
+            next: 0,
+            taken: 0,
+            steal,
+        }
+    }
+
+    /// What was found after `comma`, waiting for it if need be; the main reader steals
+    /// first when it would wait.
+    fn outcome_at(
+        &mut self,
+        comma: usize,
+        text: &[u8],
+        options: ParseOptions,
+        profile: Profile,
+    ) -> Option<Part> {
+        loop {
+            let outcome = match self.outcomes.try_recv() {
+                Ok(outcome) => outcome,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return None,
+            };
+            if outcome.comma == comma {
+                return outcome.part;
+            }
+        }
+        if let Some(steal) = self.steal.take() {
+            let at = steal.shared.helper_at.load(Atomic::Relaxed).max(comma);
+            let left = text.len().saturating_sub(at);
+            if left >= STEAL_MIN {
+                steal.run(text, options, profile, at + left / 2);
+            }
+        }
+        loop {
+            match self.outcomes.recv() {
+                Ok(outcome) if outcome.comma == comma => return outcome.part,
+                // An earlier guess.
+                Ok(_) => continue,
+                // The helper stopped (it gave up, or could not start).
+                Err(_) => return None,
+            }
+        }
+    }
 }
 
 /// The helper's side, in its [`Canon`].
 pub(super) struct Helper<'a> {
-    shared: &'a Shared,
+    lane: &'a Lane,
     /// Where its guessed container's closing bracket is, once read.
     end: Option<usize>,
+    /// Where it says it reads, for a main reader that may steal.
+    at: Option<&'a AtomicUsize>,
+    /// The source of a part it took into its guessed container, whose text follows its own.
+    tail: Option<usize>,
+}
+
+/// What a comma of the innermost container did.
+pub(super) enum Taken {
+    No,
+    /// A part was taken there, and the container closed.
+    Yes,
+    /// A part was taken into the helper's guessed container: the helper's reading ends.
+    Ends,
 }
 
 /// What the helper found after a candidate comma: a part, or nothing to take.
@@ -238,6 +397,10 @@ struct Part {
     buf: Vec<u8>,
     splices: Vec<Splice>,
     pieces: Vec<Piece>,
+    /// The parts its reader took in turn (offsets in `buf`, `pieces` and `members` say so),
+    /// and which of them follows `buf` (a part taken into the guessed container itself).
+    parts: Vec<PartText>,
+    tail: Option<usize>,
     /// An object's members (keys, and where each one's text is in `buf`).
     members: Vec<Member>,
     /// The decoded keys that members' keys point into.
@@ -252,18 +415,21 @@ struct Part {
 }
 
 impl Canon<'_> {
-    /// At a `,` of the innermost container: whether a part of the helper's was taken there
-    /// (and that container closed); for the helper itself, whether to give up.
+    /// At a `,` of the innermost container: whether a part was taken there (and that
+    /// container closed); for the helper, also whether to give up.
     #[inline(always)]
     pub(super) fn split_at_comma<W: EarlyWrite>(
         &mut self,
         out: &mut W,
-    ) -> Result<bool, ParseError> {
+    ) -> Result<Taken, ParseError> {
+        if self.part.is_some() {
+            self.helper_comma()?;
+        }
         if let Some(main) = &mut self.main {
             let pos = self.p.pos;
             // Candidates come in order: those behind this comma were passed (they were not
             // where a member or element ends, or came too late).
-            while let Some(candidate) = main.shared.candidates.get(main.next) {
+            while let Some(candidate) = main.lane.candidates.get(main.next) {
                 let candidate = candidate.load(Atomic::Acquire);
                 if candidate > pos {
                     break;
@@ -273,24 +439,29 @@ impl Canon<'_> {
                     return self.take_part(out);
                 }
             }
-        } else if self.part.is_some() {
-            self.helper_comma()?;
         }
-        Ok(false)
+        Ok(Taken::No)
     }
 
-    /// The helper at any comma: stops when not needed (the main reader met an error, say),
-    /// so that it does not finish a large value that nobody will take.
+    /// The helper at any comma: says where it is, and stops when not needed (the main
+    /// reader met an error, say), so that it does not finish a large value that nobody will
+    /// take.
     #[cold]
     fn helper_comma(&self) -> Result<(), ParseError> {
-        match &self.part {
-            Some(part) if part.shared.cancel.load(Atomic::Relaxed) => Err(ParseError {
+        let Some(part) = &self.part else {
+            return Ok(());
+        };
+        if let Some(at) = part.at {
+            at.store(self.p.pos, Atomic::Relaxed);
+        }
+        if part.lane.cancel.load(Atomic::Relaxed) {
+            return Err(ParseError {
                 line: 0,
                 column: 0,
                 message: "no longer needed".into(),
-            }),
-            _ => Ok(()),
+            });
         }
+        Ok(())
     }
 
     /// At a closing bracket: whether it ends the helper's guessed container (then the
@@ -306,44 +477,44 @@ impl Canon<'_> {
         }
     }
 
-    /// At the helper's candidate comma: waits for what it found there, and takes the part
-    /// if it fits here: then the container is closed and `pos` is after it.
+    /// At a candidate comma of the reader after this one: waits for what it found there,
+    /// and takes the part if it fits here: then the container is closed and `pos` is after
+    /// it. The helper keeps its guessed container open: a part taken there ends its reading.
     #[cold]
     #[inline(never)]
-    fn take_part<W: EarlyWrite>(&mut self, out: &mut W) -> Result<bool, ParseError> {
+    fn take_part<W: EarlyWrite>(&mut self, out: &mut W) -> Result<Taken, ParseError> {
         let comma = self.p.pos;
-        let Some(main) = &self.main else {
-            return Ok(false);
+        let (text, options, profile) = (self.p.bytes, self.p.options, self.profile);
+        let Some(main) = &mut self.main else {
+            return Ok(Taken::No);
         };
-        let part = loop {
-            match main.outcomes.recv() {
-                Ok(outcome) if outcome.comma == comma => break outcome.part,
-                // An earlier guess.
-                Ok(_) => continue,
-                // The helper stopped (it gave up, or could not start).
-                Err(_) => break None,
-            }
-        };
-        let Some(part) = part else {
-            return Ok(false);
+        let Some(part) = main.outcome_at(comma, text, options, profile) else {
+            return Ok(Taken::No);
         };
         let object = match self.frames.last() {
             Some(Frame::Object(_)) => true,
             Some(Frame::Array(_)) => false,
-            None => return Ok(false),
+            None => return Ok(Taken::No),
         };
-        // The part's containers sit under this one's: a container opened in the part with
-        // `k` of its own open around it is `frames.len() - 1 + k` deep here.
-        let too_deep = self.frames.len() + part.deepest - 2 >= self.p.options.max_depth;
-        if part.object != object || too_deep {
-            return Ok(false);
+        if part.object != object {
+            return Ok(Taken::No);
         }
+        // The part's containers sit under this one's: a container opened in the part with
+        // `k` of its own open around it is `frames.len() - 1 + k` deep here. The helper
+        // does not know how deep its own containers are: the main reader checks.
+        let deepest = self.frames.len() - 1 + part.deepest;
+        if self.part.is_some() {
+            self.deepest = self.deepest.max(deepest);
+        } else if deepest > self.p.options.max_depth {
+            return Ok(Taken::No);
+        }
+        let guessed = self.part.is_some() && self.frames.len() == 1;
         // The part's buffer is the next source of canonical text (`stream/splice.rs`).
         let source = self.parts.len() + 1;
         if object {
             let seam = self.members.len();
             if !self.take_members(&part, source) {
-                return Ok(false);
+                return Ok(Taken::No);
             }
             self.keep_part(part, source);
             if self.early.on && self.frames.len() == 1 {
@@ -353,19 +524,40 @@ impl Canon<'_> {
                     self.early_root_member(new, out);
                 }
             }
+        } else {
+            self.keep_part(part, source);
+        }
+        self.count_taken();
+        if guessed {
+            // The helper's guessed container ends where the part does: the part's text
+            // follows the helper's, for a reader that takes them whole.
+            if let Some(helper) = &mut self.part {
+                helper.end = Some(self.p.pos - 1);
+                helper.tail = Some(source);
+            }
+            return Ok(Taken::Ends);
+        }
+        if object {
             self.close_object(out)?;
         } else {
             // The array closes right here, so its element index is not needed again: the
             // part's elements go after a comma, before its `]`.
-            self.keep_part(part, source);
             self.frames.pop();
             self.insert_part();
             self.buf.push(b']');
         }
+        Ok(Taken::Yes)
+    }
+
+    fn count_taken(&mut self) {
         if let Some(main) = &mut self.main {
             main.taken += 1;
+            if self.part.is_some() {
+                if let Some(steal_count) = self.stolen_count {
+                    steal_count.fetch_add(1, Atomic::Relaxed);
+                }
+            }
         }
-        Ok(true)
     }
 
     /// Appends a part's members to the innermost object's, which is then in order if both
@@ -376,8 +568,8 @@ impl Canon<'_> {
         self.keys.extend_from_slice(&part.keys);
         self.members.extend(part.members.iter().map(|m| {
             let mut m = *m;
-            m.text_start = in_part(source, m.text_start);
-            m.text_end = in_part(source, m.text_end);
+            m.text_start = rebased(source, m.text_start);
+            m.text_end = rebased(source, m.text_end);
             if m.key.start & DECODED != 0 {
                 m.key.start += keys_len;
                 m.key.end += keys_len;
@@ -393,28 +585,37 @@ impl Canon<'_> {
     }
 
     /// Keeps a taken part's canonical text where the helper wrote it, as `source`, with its
-    /// splices, and moves the reading past its closing bracket.
+    /// splices (and the parts it took in turn, as the sources after it), and moves the
+    /// reading past its closing bracket.
     fn keep_part(&mut self, part: Part, source: usize) {
         debug_assert_eq!(source, self.parts.len() + 1);
         let base = self.pieces.len();
         self.pieces.extend(part.pieces.iter().map(|p| Piece {
-            start: in_part(source, p.start),
-            end: in_part(source, p.end),
+            start: rebased(source, p.start),
+            end: rebased(source, p.end),
             comma: p.comma,
         }));
-        let splices = part
-            .splices
-            .iter()
-            .map(|s| Splice {
-                first: s.first + base,
-                last: s.last + base,
-                ..*s
-            })
-            .collect();
+        let splices = |splices: &[Splice]| {
+            splices
+                .iter()
+                .map(|s| Splice {
+                    first: s.first + base,
+                    last: s.last + base,
+                    ..*s
+                })
+                .collect()
+        };
         self.parts.push(PartText {
+            splices: splices(&part.splices),
             buf: part.buf,
-            splices,
         });
+        for taken in part.parts {
+            self.parts.push(PartText {
+                splices: splices(&taken.splices),
+                buf: taken.buf,
+            });
+        }
+        self.part_taken = (source, part.tail.map(|tail| source + tail));
         self.p.pos = part.end + 1;
     }
 
@@ -444,29 +645,46 @@ impl Canon<'_> {
 }
 
 /// The helper: guesses from the first comma at or after `plan.from` until it reads a part
-/// of at least `plan.min_part` bytes of text, and reports each guess's outcome.
-fn help(
-    text: &[u8],
+/// of at least `plan.min_part` bytes of text, and reports each guess's outcome. With `back`,
+/// it takes the parts the main reader steals from it; with `at`, it says where it reads.
+#[allow(clippy::too_many_arguments)]
+fn help<'a>(
+    text: &'a [u8],
     options: ParseOptions,
     profile: Profile,
-    shared: &Shared,
+    lane: &'a Lane,
     outcomes: Sender<Outcome>,
     plan: Plan,
+    at: Option<&'a AtomicUsize>,
+    mut back: Option<Main<'a>>,
+    stolen: Option<&'a AtomicUsize>,
 ) {
-    let mut at = plan.from;
-    for slot in &shared.candidates[..] {
-        if shared.cancel.load(Atomic::Relaxed) {
+    let mut from = plan.from;
+    for slot in &lane.candidates[..] {
+        if lane.cancel.load(Atomic::Relaxed) {
             return;
         }
         let Some(comma) = text
-            .get(at..)
+            .get(from..)
             .and_then(|rest| rest.iter().position(|&b| b == b','))
-            .map(|k| at + k)
+            .map(|k| from + k)
         else {
             return;
         };
         slot.store(comma, Atomic::Release);
-        let part = read_part(text, options, profile, shared, comma, plan.moved_max);
+        let helper = Helper {
+            lane,
+            end: None,
+            at,
+            tail: None,
+        };
+        let reader = Reader {
+            options,
+            profile,
+            moved_max: plan.moved_max,
+            stolen,
+        };
+        let part = read_part(text, reader, helper, comma, &mut back);
         // After a container, the first comma is in the one around it: the helper goes on
         // there, so that it reads to the end of the text while the main reader reads to
         // its first candidate.
@@ -478,28 +696,44 @@ fn help(
         if outcomes.send(Outcome { comma, part }).is_err() {
             return;
         }
-        at = next;
+        from = next;
     }
+}
+
+/// How a part is read.
+struct Reader<'a> {
+    options: ParseOptions,
+    profile: Profile,
+    moved_max: usize,
+    /// Counts the parts taken from the main reader.
+    stolen: Option<&'a AtomicUsize>,
 }
 
 /// Reads on from `comma` as the one pass reads inside the container the comma is guessed
 /// to be in, to that container's end; `None` when the guess meets anything it cannot
 /// take: an error, a value without a canonical form, the end of the text.
-fn read_part(
-    text: &[u8],
-    options: ParseOptions,
-    profile: Profile,
-    shared: &Shared,
+fn read_part<'a>(
+    text: &'a [u8],
+    reader: Reader<'a>,
+    helper: Helper<'a>,
     comma: usize,
-    moved_max: usize,
+    back: &mut Option<Main<'a>>,
 ) -> Option<Part> {
     let object = member_follows(text, comma);
     // Room for the rest of the text, as the main reader has for all of it (pages never
     // written are never resident; growing by doubling would copy the part).
-    let mut c = Canon::with_buffer(text, options, profile, false, text.len() - comma);
-    c.moved_max = moved_max;
+    let mut c = Canon::with_buffer(
+        text,
+        reader.options,
+        reader.profile,
+        false,
+        text.len() - comma,
+    );
+    c.moved_max = reader.moved_max;
     c.p.pos = comma + 1;
-    c.part = Some(Helper { shared, end: None });
+    c.part = Some(helper);
+    c.main = back.take();
+    c.stolen_count = reader.stolen;
     // Nothing is handed to a writer: it all waits for the main reader.
     c.open_objects = 1;
     c.frames.push(if object {
@@ -522,7 +756,8 @@ fn read_part(
     } else {
         c.value(&mut out)
     };
-    let end = c.part.as_ref().and_then(|h| h.end);
+    *back = c.main.take();
+    let (end, tail) = c.part.as_ref().map_or((None, None), |h| (h.end, h.tail));
     if read.is_err() || c.error.is_some() {
         return None;
     }
@@ -537,6 +772,8 @@ fn read_part(
         buf: c.buf,
         splices: c.splices,
         pieces: c.pieces,
+        parts: c.parts,
+        tail,
         members: c.members,
         keys: c.keys,
         sorted,
