@@ -58,7 +58,8 @@ pub(crate) fn ascii_escaped_string(
             return None;
         }
         let i = p.pos;
-        push_ascii(out, bytes, i - run.len(), run.len());
+        // SAFETY: `plain_run` said every byte of `run` is below 0x7F: ASCII, valid UTF-8.
+        unsafe { push_ascii(out, bytes, i - run.len(), run.len()) };
         match bytes.get(i)? {
             b'"' => return escaped.then_some((i + 1, verbatim)),
             b'\\' => escaped = true,
@@ -136,11 +137,14 @@ fn push_char(out: &mut String, c: char) {
     bytes.truncate(before + len);
 }
 
-/// Appends the `len` bytes of `bytes` at `at`, all printable ASCII: the runs between a key's
-/// escapes are a few bytes of random length, so 8 bytes are stored when the text has them
-/// and the string cut back, instead of a copy that branches on the length.
+/// Appends the `len` bytes of `bytes` at `at`: the runs between a key's escapes are a few
+/// bytes of random length, so 8 bytes are stored when the text has them and the string cut
+/// back, instead of a copy that branches on the length.
+///
+/// # Safety
+/// The `len` bytes at `at` must be ASCII.
 #[inline(always)]
-fn push_ascii(out: &mut String, bytes: &[u8], at: usize, len: usize) {
+unsafe fn push_ascii(out: &mut String, bytes: &[u8], at: usize, len: usize) {
     let before = out.len();
     // SAFETY: the caller's `len` bytes at `at` are ASCII (valid UTF-8), and whatever is
     // stored past them is cut off again right below, before anything else can see it.

@@ -121,8 +121,8 @@ enum Threads {
     /// early, `lockstep_canon::canonicalize_early`).
     HashBeside,
     /// Read on two threads (`lockstep_canon::canonicalize_parallel`), hashed on the caller's
-    /// once the reading is done: with two cores both read, and early bytes for a third
-    /// thread measured 4% slower on the shapes whose guess fails and no faster on the others
+    /// once the reading is done: with two cores both read, and handing early bytes to a
+    /// third thread measured 1-4% slower on every shape of scripts/bench-fingerprint
     /// (docs/canonical-json.md, fourteenth round).
     ReadOnTwo,
     /// Read on two threads and hashed on a third while they read.
@@ -146,8 +146,8 @@ impl Threads {
 
 /// The cores this process may run on, asked once: its CPU affinity (one system call), and
 /// where that allows three or more, its cgroup's quota, which can only lower it
-/// (`available_parallelism` reads several cgroup files: 0.1 ms, 1% of the fingerprint of a
-/// few MB, measured). Two CPUs under a quota of one are taken as two.
+/// (`available_parallelism` reads several cgroup files: measured, 4% of the fingerprint of a
+/// 3 MB state). Two CPUs under a quota of one are taken as two.
 fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| match affinity() {

@@ -89,14 +89,7 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
     if !reads_in_parallel(text.len()) {
         return super::canonicalize_early(text, options, profile, out);
     }
-    let plan = Plan {
-        from: text.len() / 2,
-        min_part: MIN_PART,
-        helper_first: false,
-        moved_max: MOVED_MAX,
-        steal_from: None,
-    };
-    canonicalize_split_from(text, options, profile, out, true, plan).map(drop)
+    canonicalize_split_from(text, options, profile, out, true, Plan::halves(text)).map(drop)
 }
 
 /// Whether [`canonicalize_early_parallel`] and [`canonicalize_parallel`] read a text of `len`
@@ -119,14 +112,8 @@ pub fn canonicalize_parallel<W: io::Write>(
     if !reads_in_parallel(text.len()) {
         return super::canonicalize(text, options, profile, out);
     }
-    let plan = Plan {
-        from: text.len() / 2,
-        min_part: MIN_PART,
-        helper_first: false,
-        moved_max: MOVED_MAX,
-        steal_from: None,
-    };
-    canonicalize_split_from(text, options, profile, &mut NoRestart(out), false, plan).map(drop)
+    let mut out = NoRestart(out);
+    canonicalize_split_from(text, options, profile, &mut out, false, Plan::halves(text)).map(drop)
 }
 
 /// Starts a thread that ends at once, just before the helper starts.
@@ -165,6 +152,20 @@ pub struct Plan {
     /// does from the middle of what the helper has left, when it waits for the helper), and
     /// all of that is read before the helper starts. Ignored on two threads.
     pub steal_from: Option<usize>,
+}
+
+impl Plan {
+    /// The plan of the library's two-thread passes: the helper from the middle of `text`,
+    /// on its own thread.
+    fn halves(text: &[u8]) -> Plan {
+        Plan {
+            from: text.len() / 2,
+            min_part: MIN_PART,
+            helper_first: false,
+            moved_max: MOVED_MAX,
+            steal_from: None,
+        }
+    }
 }
 
 /// How many parts were taken: by the main reader, and by the helper from the main reader's
