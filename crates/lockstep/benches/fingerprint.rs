@@ -6,7 +6,8 @@
 //!   canonical bytes);
 //! - `fingerprint/text_sorted`, `text_reversed`: [`digest_text`] of the state's text as
 //!   `json.dump` writes it, keys in key order or reversed (`lockstep fingerprint`'s path: the
-//!   text read on two threads, SHA-256 on a third; MB/s of text).
+//!   text read on two threads, SHA-256 after them on two cores and beside them on three or
+//!   more; MB/s of text).
 //!
 //! Run: `cargo bench -p lockstep --bench fingerprint`; `scripts/bench-canon` prints these
 //! beside the canon crate's one-thread figures.

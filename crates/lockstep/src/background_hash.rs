@@ -13,6 +13,9 @@
 //! every byte, two thread wake-ups a piece, and the other core's cache, with nothing left
 //! to read meanwhile.
 //!
+//! It needs a core of its own: `lockstep::fingerprint::digest_text` uses it only where the
+//! readers leave one free (docs/canonical-json.md, fourteenth round).
+//!
 //! [`canonicalize_early`]: lockstep_canon::canonicalize_early
 
 use std::io;
