@@ -175,7 +175,7 @@ fn affinity() -> Option<usize> {
 /// The SHA-256 of the canonical bytes of the JSON `text` in `profile`, as lowercase hex,
 /// and how many canonical bytes that was: in one pass, without a tree of the document
 /// (`lockstep_canon::canonicalize`), on as many threads as there are cores for (a large
-/// text's second half read by a helper, the hashing beside the reading: [`Threads`]).
+/// text's second half read by a helper, the hashing beside the reading: `Threads`).
 pub fn digest_text(
     text: &[u8],
     options: &ParseOptions,
