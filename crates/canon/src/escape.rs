@@ -777,24 +777,11 @@ mod tests {
             b"\n",
             b"\t",
         ];
-        let mut state = 31u64;
-        let mut next = |n: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize % n
-        };
+        // What follows: from none to more than the 8 bytes the raw-char reading loads.
+        let mut tokens = crate::test_tokens::Tokens::new(31, pieces, 12, b",1] ...........,");
         let (mut taken, mut refused) = (0, 0);
         for _ in 0..300_000 {
-            let mut token = b"\"".to_vec();
-            for _ in 0..next(12) {
-                token.extend_from_slice(pieces[next(pieces.len())]);
-            }
-            if next(20) != 0 {
-                token.push(b'"');
-            }
-            // What follows: from none to more than the 8 bytes the raw-char reading loads.
-            token.extend_from_slice(&b",1] ...........,"[..next(16)]);
+            let token = tokens.next_token();
             let mut ours = b"prefix".to_vec();
             let got = python_string_of_token(&token, 0, &mut ours);
             let (mut key, mut decoded) = (b"prefix".to_vec(), b"key".to_vec());

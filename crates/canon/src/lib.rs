@@ -24,6 +24,8 @@ mod scan;
 mod serde_impls;
 mod sink;
 mod stream;
+#[cfg(test)]
+mod test_tokens;
 mod value;
 mod writer;
 

@@ -353,23 +353,10 @@ mod tests {
             b"\x7f",
             b"\x1f",
         ];
-        let mut state = 7u64;
-        let mut next = |n: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize % n
-        };
+        let mut tokens = crate::test_tokens::Tokens::new(7, pieces, 8, b",1] ......");
         let (mut answered, mut verbatim_seen) = (0, 0);
         for _ in 0..200_000 {
-            let mut token = b"\"".to_vec();
-            for _ in 0..next(8) {
-                token.extend_from_slice(pieces[next(pieces.len())]);
-            }
-            if next(20) != 0 {
-                token.push(b'"');
-            }
-            token.extend_from_slice(&b",1] ......"[..next(10)]);
+            let token = tokens.next_token();
             let mut ours = String::from("left over");
             let got = ascii_escaped_string(&token, 0, ParseOptions::default(), &mut ours);
             let mut p = Parser::new(&token, ParseOptions::default());
