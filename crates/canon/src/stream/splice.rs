@@ -25,6 +25,13 @@
 use std::io;
 
 use super::emit;
+use crate::writer::prefetch;
+
+/// How many pieces ahead of the one handed over the next one's first bytes are asked for.
+/// A large object's members go out in key order, scattered over the text they were read
+/// in order of (a glossary of 20,000 keys: a cache miss each, on the core that did not write
+/// them); asked for together, the misses overlap.
+const PREFETCH_AHEAD: usize = 8;
 
 /// Where an offset's buffer is said: the bits from here up (0: `buf`).
 const SOURCE_SHIFT: u32 = 48;
@@ -86,6 +93,16 @@ pub(super) struct Rope<'c> {
 }
 
 impl Rope<'_> {
+    /// Where offset `at` is in memory (for a prefetch: a dangling address is harmless there).
+    #[inline]
+    fn address(&self, at: usize) -> *const u8 {
+        let buffer = match (at >> SOURCE_SHIFT).checked_sub(1) {
+            None => self.buf,
+            Some(k) => self.parts.get(k).map_or(&[][..], |p| &p.buf[..]),
+        };
+        buffer.as_ptr().wrapping_add(at & POSITION)
+    }
+
     /// Hands `start..end` (two offsets in one buffer) to `out`, each splice in it as its
     /// pieces.
     pub(super) fn emit<W: io::Write>(
@@ -119,7 +136,11 @@ impl Rope<'_> {
         while let Some(s) = splices.get(i).filter(|s| s.start < end) {
             debug_assert!(s.end <= end, "a range ends inside a splice");
             emit(io_error, &bytes[at..s.start], out);
-            for piece in &self.pieces[s.first..s.last] {
+            let pieces = &self.pieces[s.first..s.last];
+            for (k, piece) in pieces.iter().enumerate() {
+                if let Some(ahead) = pieces.get(k + PREFETCH_AHEAD) {
+                    prefetch(self.address(ahead.start));
+                }
                 if piece.comma {
                     emit(io_error, b",", out);
                 }
