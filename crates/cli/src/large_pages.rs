@@ -24,7 +24,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 /// Blocks from this size (and of an alignment up to [`HUGE`]) are mapped here. Not only the
 /// readers' texts: a fingerprint's vectors of members, pieces and sort keys grow by doubling
 /// through 128 KiB to a few MB, and in the system's heap each doubling touched fresh 4 KiB
-/// pages (`utf8`: 1,123 page faults; from 128 KiB rather than 1 MiB, 330 and 6-10% less wall
+/// pages (`utf8`: 1,123 page faults; from 128 KiB rather than 1 MiB, 330 and 6% less wall
 /// time, docs/canonical-json.md, fifteenth round). In a region they grow in place.
 pub(crate) const LARGE: usize = 128 << 10;
 
