@@ -75,6 +75,9 @@ const GUESSES: usize = 256;
 /// Parts shorter than this are read by the main reader: taking one costs more.
 const MIN_PART: usize = 16 * 1024;
 
+/// A part's buffer to begin with (see [`read_part`]).
+const PART_BUFFER: usize = 64 * 1024;
+
 /// The main reader steals from the helper only when the helper has at least this much
 /// text left: half of it is then worth a second reading's start.
 const STEAL_MIN: usize = 256 * 1024;
@@ -786,14 +789,16 @@ fn read_part<'a>(
     back: &mut Option<Main<'a>>,
 ) -> Option<Part> {
     let object = member_follows(text, comma);
-    // Room for the rest of the text, as the main reader has for all of it (pages never
-    // written are never resident; growing by doubling would copy the part).
+    // Room for a short part only: most parts are (a record, a container the helper climbs
+    // out of), and a large buffer's first write takes a whole 2 MiB page under the binary's
+    // allocator (`crates/cli/src/large_pages.rs`). A long part grows, its pages moved, not
+    // copied, once past the first few hundred KiB (there, and under glibc's `realloc`).
     let mut c = Canon::with_buffer(
         text,
         reader.options,
         reader.profile,
         false,
-        text.len() - comma,
+        (text.len() - comma).min(PART_BUFFER),
     );
     c.moved_max = reader.moved_max;
     c.p.pos = comma + 1;
