@@ -42,9 +42,10 @@
 //! to the end of the text), and the helper takes those parts from it as the main reader
 //! takes the helper's, at that comma. Where: so that both would end together at the rates
 //! they read at so far ([`stolen_share`]: the helper, slower at the end, reads less than
-//! half of what was left). The helper then hands over a part that holds parts of the main reader's: their
-//! buffers go along, and their offsets are rebased (`splice::rebased`). A stolen part the
-//! helper went past unread costs only the time the main reader would have waited.
+//! half of what was left). The helper then hands over a part that holds parts of the main
+//! reader's: their buffers go along, and their offsets are rebased (`splice::rebased`). A
+//! stolen part the helper went past unread costs only the time the main reader would have
+//! waited.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
@@ -79,7 +80,7 @@ const MIN_PART: usize = 16 * 1024;
 const PART_BUFFER: usize = 64 * 1024;
 
 /// The main reader steals from the helper only when the helper has at least this much
-/// text left: half of it is then worth a second reading's start.
+/// text left: its share of it ([`stolen_share`]) is then worth a second reading's start.
 const STEAL_MIN: usize = 256 * 1024;
 
 /// As [`canonicalize_early`](crate::canonicalize_early), with a helper thread reading the
