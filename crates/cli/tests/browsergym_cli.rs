@@ -136,12 +136,37 @@ fn miniwob_click_test_runs_through_browsergym_with_no_wrapper() {
     // With the clocks and Chromium's ids ignored, an honest click-test replays its seed on
     // one instance and beside other instances, but for the screenshot taken right after the
     // click: the button's pressed shading fades by a CSS transition, caught at whatever moment
-    // the screenshot is taken (docs/findings.md). Nothing else may differ.
+    // the screenshot is taken (docs/findings.md). Nothing else may differ, unless a click ran
+    // into BrowserGym's hard-coded 500 ms action timeout in one run and not the other (a
+    // loaded machine, docs/findings.md): then the episodes differ in earnest, and the
+    // divergence must say why, with the timeout's text in `last_action_error`.
     for c in trial["checks"].as_array().unwrap() {
         if c["passed"] == true {
             continue;
         }
         let d = &c["divergence"];
+        if d.to_string().contains("Timeout 500ms exceeded") {
+            let keys: Vec<&serde_json::Value> = std::iter::once(&d["site"]["key"])
+                .chain(
+                    d["also"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|o| &o["site"]["key"]),
+                )
+                .collect();
+            assert!(
+                keys.iter().any(|k| *k == "last_action_error"),
+                "{}: a timeout not named as the action's error: {text}",
+                c["check"]
+            );
+            eprintln!(
+                "note: {}: a click hit BrowserGym's 500 ms action timeout in one run only (a \
+                 loaded machine); the divergence names it in last_action_error",
+                c["check"]
+            );
+            continue;
+        }
         assert_eq!(d["site"]["key"], "screenshot", "{}: {text}", c["check"]);
         assert!(d["step"].as_u64().unwrap() >= 1, "{}: {text}", c["check"]);
         assert!(
