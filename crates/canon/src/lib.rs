@@ -34,8 +34,8 @@ pub use parser::ParseOptions;
 pub use serde_impls::{from_value, to_value, ConvertError};
 pub use stream::{
     canonicalize, canonicalize_early, canonicalize_early_parallel, canonicalize_parallel,
-    canonicalize_split_from, reads_in_parallel, CanonError, EarlyWrite, PartsTaken, Plan,
-    MOVED_MAX,
+    canonicalize_parallel_headed, canonicalize_split_from, reads_in_parallel, CanonError,
+    EarlyWrite, Head, PartsTaken, Plan, MOVED_MAX,
 };
 pub use value::{Map, Number, Value};
 pub use writer::{append_value, write_value, MAX_WRITE_DEPTH};

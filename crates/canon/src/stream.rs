@@ -40,13 +40,16 @@ use crate::scan::ascii_escaped_string;
 use crate::sink::Out;
 use crate::writer::cmp_utf16;
 use crate::{ParseError, ParseOptions, Profile, WriteError, MAX_WRITE_DEPTH};
-pub use early::EarlyWrite;
-use early::{Early, NoRestart};
+use early::{Early, HeadTaken, NoRestart};
+pub use early::{EarlyWrite, Head};
 #[doc(hidden)]
 pub use order::MOVED_MAX;
 use splice::{is_in_part, PartText, Piece, Rope, Splice};
 use split::Taken;
-pub use split::{canonicalize_early_parallel, canonicalize_parallel, reads_in_parallel};
+pub use split::{
+    canonicalize_early_parallel, canonicalize_parallel, canonicalize_parallel_headed,
+    reads_in_parallel,
+};
 #[doc(hidden)]
 pub use split::{canonicalize_split_from, PartsTaken, Plan};
 use tokens::{copy_token, quoted};
@@ -224,6 +227,9 @@ struct Canon<'a> {
     /// Objects up to this size are reordered by moving their text (`order::MOVED_MAX`).
     moved_max: usize,
     early: Early,
+    /// The helper's head of the document, with the part taken into the root that brought it
+    /// (`stream/early.rs`, [`Head`]).
+    head: Option<HeadTaken>,
     /// The value error first in canonical order so far, with its path.
     error: Option<(Vec<Seg>, Box<WriteError>)>,
     io_error: Option<io::Error>,
@@ -282,6 +288,7 @@ impl<'a> Canon<'a> {
             aside: Vec::new(),
             moved_max: order::MOVED_MAX,
             early: Early::new(early),
+            head: None,
             error: None,
             io_error: None,
             main: None,
@@ -432,6 +439,9 @@ impl Canon<'_> {
                     },
                     Some(Frame::Object(_)) => {
                         self.member_done();
+                        if self.early.on && self.part.is_some() && self.frames.len() == 1 {
+                            self.early_member_done(out);
+                        }
                         match self.p.peek() {
                             Some(b',') => {
                                 match self.split_at_comma(out)? {
@@ -668,8 +678,12 @@ impl Canon<'_> {
         let with_part = self.members[obj.first_member..]
             .last()
             .is_some_and(|m| is_in_part(m.text_start));
-        let root_done_early =
-            self.early.on && self.frames.is_empty() && self.early_close_root(obj.sorted, out);
+        let root_done_early = self.frames.is_empty()
+            && if self.early.on {
+                self.early_close_root(obj.sorted, out)
+            } else {
+                self.close_root_after_head(obj.sorted, out)
+            };
         if root_done_early {
         } else if obj.sorted {
             if with_part {

@@ -4,12 +4,15 @@
 //! integers, deep nesting, long arrays across the flush size) and for mutations of them
 //! (bytes deleted, inserted or replaced), which reach the parser's error paths.
 
+use std::any::Any;
+use std::cell::Cell;
 use std::io;
 
 use lockstep_canon::{
     canonicalize, canonicalize_early, canonicalize_early_parallel, canonicalize_parallel,
-    canonicalize_split_from, parse_with, reads_in_parallel, to_vec, CanonError, Document,
-    EarlyWrite, Number, ParseOptions, PartsTaken, Plan, Profile, Value, MOVED_MAX,
+    canonicalize_parallel_headed, canonicalize_split_from, parse_with, reads_in_parallel, to_vec,
+    CanonError, Document, EarlyWrite, Head, Number, ParseOptions, PartsTaken, Plan, Profile, Value,
+    MOVED_MAX,
 };
 
 struct Rng(u64);
@@ -259,6 +262,47 @@ impl EarlyWrite for Recording {
         self.restarts += 1;
         Ok(())
     }
+
+    /// A recording for the helper's head: the split passes without early writes go on
+    /// from it when its guess held, so every such test checks the head's bytes too.
+    fn head(&self) -> Option<Box<dyn Head>> {
+        Some(Box::new(Recording::default()))
+    }
+
+    fn resume(&mut self, head: Box<dyn Head>) -> bool {
+        if !self.bytes.is_empty() {
+            return false;
+        }
+        let Ok(head) = head.into_any().downcast::<Recording>() else {
+            return false;
+        };
+        self.bytes = head.bytes;
+        RESUMED.with(|n| n.set(n.get() + 1));
+        true
+    }
+}
+
+impl Head for Recording {
+    fn restart(&mut self) {
+        self.bytes.clear();
+    }
+
+    fn fresh(&self) -> Box<dyn Head> {
+        Box::new(Recording::default())
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+thread_local! {
+    /// Heads the main reader went on from, on this thread (the main reader's).
+    static RESUMED: Cell<usize> = const { Cell::new(0) };
+}
+
+fn resumed() -> usize {
+    RESUMED.with(Cell::get)
 }
 
 fn early_pass(
@@ -873,6 +917,7 @@ fn split_anywhere_equals_parse_then_write() {
         }
     }
     let (mut runs, mut taken, mut several) = (0usize, 0usize, 0usize);
+    let heads_before = resumed();
     for k in 0..600 {
         let mut text = String::new();
         gen(&mut rng, 0, &mut text);
@@ -921,6 +966,13 @@ fn split_anywhere_equals_parse_then_write() {
     assert!(
         several > 300,
         "several parts taken in {several} of {runs} runs"
+    );
+    // Without early writes, the helper's head is where the document began in many runs
+    // (a part of the root's whose first member in key order is the root's first).
+    let heads = resumed() - heads_before;
+    assert!(
+        heads > 50,
+        "the head went on from in {heads} of {runs} runs"
     );
 }
 
@@ -975,6 +1027,66 @@ fn split_with_stealing_anywhere_equals_parse_then_write() {
         both > 300,
         "a part holding stolen parts taken in {both} of {runs} runs"
     );
+}
+
+/// A document of the `escapes` shape of scripts/bench-fingerprint: its first member in the
+/// text (`messages`) is the last in key order, the helper reads a glossary of shuffled keys
+/// (the first in key order) and the lines. The helper's head holds `{` and the glossary, the
+/// main reader goes on from it, and the bytes are the two-step path's; on two threads too,
+/// whether or not the head is in time to be used.
+#[test]
+fn the_helpers_head_begins_a_document_whose_first_member_it_read() {
+    let messages: Vec<String> = (0..30_000)
+        .map(|i| format!("{{\"from\":\"u{i}\",\"text\":\"caf\\u00e9 {i}\"}}"))
+        .collect();
+    let glossary: Vec<String> = (0..20_000)
+        .map(|i| {
+            let k = (i * 7_919) % 20_000;
+            format!("\"w{k:05}\":\"\\u00fc{k}\"")
+        })
+        .collect();
+    let lines: Vec<String> = (0..5_000).map(|i| format!("\"line {i}\"")).collect();
+    let text = format!(
+        "{{\"messages\":[{}],\"glossary\":{{{}}},\"lines\":[{}]}}",
+        messages.join(","),
+        glossary.join(","),
+        lines.join(",")
+    );
+    assert!(reads_in_parallel(text.len()), "{} bytes", text.len());
+    let options = ParseOptions::default();
+    let want = two_step(text.as_bytes(), &options, Profile::Python);
+    assert!(want.is_ok());
+    for (from, heads) in [
+        (text.len() / 2, 1),
+        (text.len() / 10, 1),
+        (text.len() - 100, 0),
+    ] {
+        let before = resumed();
+        let mut out = Recording::default();
+        let plan = Plan {
+            from,
+            min_part: 16 * 1024,
+            helper_first: true,
+            moved_max: MOVED_MAX,
+            steal_from: None,
+        };
+        let result = canonicalize_split_from(
+            text.as_bytes(),
+            &options,
+            Profile::Python,
+            &mut out,
+            false,
+            plan,
+        );
+        assert_eq!(outcome(result.map(drop), out.bytes), want, "from {from}");
+        assert_eq!(resumed() - before, heads, "from {from}");
+    }
+    for _ in 0..5 {
+        let mut out = Recording::default();
+        let result =
+            canonicalize_parallel_headed(text.as_bytes(), &options, Profile::Python, &mut out);
+        assert_eq!(outcome(result, out.bytes), want);
+    }
 }
 
 /// Large documents split as `canonicalize_early_parallel` splits them (from the middle, a

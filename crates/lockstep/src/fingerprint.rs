@@ -67,6 +67,48 @@ impl HashWriter {
     }
 }
 
+/// The one pass on two threads hands its helper a head of the same kind
+/// (`lockstep_canon::Head`): the beginning of the document hashed on the helper's thread
+/// while the main reader still reads, and taken back at the root's `}` when it was the
+/// document's beginning.
+impl lockstep_canon::EarlyWrite for HashWriter {
+    fn restart(&mut self) -> io::Result<()> {
+        *self = HashWriter::new();
+        Ok(())
+    }
+
+    fn head(&self) -> Option<Box<dyn lockstep_canon::Head>> {
+        Some(Box::new(HashWriter::new()))
+    }
+
+    fn resume(&mut self, head: Box<dyn lockstep_canon::Head>) -> bool {
+        if self.total != 0 {
+            return false;
+        }
+        match head.into_any().downcast::<HashWriter>() {
+            Ok(head) => {
+                *self = *head;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+impl lockstep_canon::Head for HashWriter {
+    fn restart(&mut self) {
+        *self = HashWriter::new();
+    }
+
+    fn fresh(&self) -> Box<dyn lockstep_canon::Head> {
+        Box::new(HashWriter::new())
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
 impl Default for HashWriter {
     fn default() -> Self {
         Self::new()
@@ -120,10 +162,11 @@ enum Threads {
     /// Read on the caller's thread, hashed on another while it is read (bytes handed over
     /// early, `lockstep_canon::canonicalize_early`).
     HashBeside,
-    /// Read on two threads (`lockstep_canon::canonicalize_parallel`), hashed on the caller's
-    /// once the reading is done: with two cores both read, and handing early bytes to a
-    /// third thread measured 1-4% slower on every shape of scripts/bench-fingerprint
-    /// (docs/canonical-json.md, fourteenth round).
+    /// Read on two threads (`lockstep_canon::canonicalize_parallel_headed`), hashed on the
+    /// caller's once the reading is done, but for the document's beginning where the helper
+    /// read it whole (its [`lockstep_canon::Head`], hashed on the helper's thread): with two
+    /// cores both read, and handing early bytes to a third thread measured 1-4% slower on
+    /// every shape of scripts/bench-fingerprint (docs/canonical-json.md, fourteenth round).
     ReadOnTwo,
     /// Read on two threads and hashed on a third while they read.
     ReadOnTwoHashBeside,
@@ -209,7 +252,7 @@ fn digest_text_on(
     }
     let mut hasher = HashWriter::new();
     if threads == Threads::ReadOnTwo {
-        lockstep_canon::canonicalize_parallel(text, options, profile, &mut hasher)?;
+        lockstep_canon::canonicalize_parallel_headed(text, options, profile, &mut hasher)?;
     } else {
         lockstep_canon::canonicalize(text, options, profile, &mut hasher)?;
     }
@@ -435,5 +478,74 @@ mod tests {
                 assert_eq!(got, want, "{threads:?}, {profile}");
             }
         }
+    }
+
+    /// The helper's head (`lockstep_canon::Head`) hashed on its thread, and the main reader's
+    /// hasher going on from it: the digest and the byte count of one pass on one thread. The
+    /// helper reads first here, so that its head is used whatever the scheduling.
+    #[test]
+    fn a_digest_that_goes_on_from_the_helpers_head_is_the_one_pass_digest() {
+        let messages: Vec<String> = (0..30_000)
+            .map(|i| format!(r#"{{"from":"u{i}","text":"caf\u00e9 {i}"}}"#))
+            .collect();
+        let glossary: Vec<String> = (0..20_000)
+            .map(|i| format!(r#""w{:05}":"\u00fc{i}""#, (i * 7_919) % 20_000))
+            .collect();
+        let text = format!(
+            r#"{{"messages":[{}],"glossary":{{{}}},"lines":["a","b"]}}"#,
+            messages.join(","),
+            glossary.join(",")
+        );
+        /// The hasher, counting the heads it went on from.
+        struct Counting(HashWriter, usize);
+        impl io::Write for Counting {
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                self.0.write(bytes)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        impl lockstep_canon::EarlyWrite for Counting {
+            fn restart(&mut self) -> io::Result<()> {
+                self.0.restart()
+            }
+            fn head(&self) -> Option<Box<dyn lockstep_canon::Head>> {
+                self.0.head()
+            }
+            fn resume(&mut self, head: Box<dyn lockstep_canon::Head>) -> bool {
+                let resumed = self.0.resume(head);
+                self.1 += usize::from(resumed);
+                resumed
+            }
+        }
+        let options = ParseOptions::default();
+        let want = digest_text_on(text.as_bytes(), &options, Profile::Python, Threads::One);
+        let mut counting = Counting(HashWriter::new(), 0);
+        let plan = lockstep_canon::Plan {
+            from: text.len() / 2,
+            min_part: 16 * 1024,
+            helper_first: true,
+            moved_max: lockstep_canon::MOVED_MAX,
+            steal_from: None,
+        };
+        let split = lockstep_canon::canonicalize_split_from(
+            text.as_bytes(),
+            &options,
+            Profile::Python,
+            &mut counting,
+            false,
+            plan,
+        );
+        assert!(split.unwrap().parts >= 1);
+        assert_eq!(counting.1, 1, "the head was gone on from once");
+        let hasher = counting.0;
+        let bytes = hasher.bytes_written();
+        assert_eq!((hasher.finish_hex(), bytes), want.unwrap());
+        // A hasher that was written to does not take a head.
+        let mut written = HashWriter::new();
+        io::Write::write_all(&mut written, b"{").unwrap();
+        let head = lockstep_canon::EarlyWrite::head(&written).unwrap();
+        assert!(!lockstep_canon::EarlyWrite::resume(&mut written, head));
     }
 }

@@ -14,6 +14,7 @@
 //! bytes sent so far, never a wrong byte: the root's `}` then hands over what remains, or
 //! everything again.
 
+use std::any::Any;
 use std::io;
 
 use super::{emit, Canon, Frame, FLUSH_BYTES};
@@ -28,6 +29,84 @@ pub trait EarlyWrite: io::Write {
     /// left to read (a restart may still come first). A writer that hashes on another
     /// thread can hash the rest itself, without copying it across.
     fn ending(&mut self) {}
+
+    /// An empty writer of the same kind, for the helper of
+    /// [`canonicalize_parallel_headed`](crate::canonicalize_parallel_headed) to write the
+    /// document's first bytes to while the text is still read (see [`Head`]); `None`, the
+    /// default, where there is no such writer.
+    fn head(&self) -> Option<Box<dyn Head>> {
+        None
+    }
+
+    /// Nothing was written here yet: go on as if `head` (made by [`EarlyWrite::head`]) had
+    /// been written here. `false` (and nothing changed) where that cannot be done, and the
+    /// document is then written here from its start.
+    fn resume(&mut self, head: Box<dyn Head>) -> bool {
+        drop(head);
+        false
+    }
+}
+
+/// The beginning of a document, written on the helper's thread.
+///
+/// Why: on two cores both read the text, and SHA-256 of the canonical bytes can start only
+/// when the root object closes (its first member in key order is known only then), so it
+/// runs after the reading, on one core, while the other idles: 2.8 ms of the 5 MB of the
+/// `escapes` shape of scripts/bench-fingerprint. The root's first member in key order is
+/// often one the helper read whole (that shape's glossary): the helper guesses so, as the
+/// early writes guess on the main reader (the smallest key of its container so far), and
+/// hands `{` and that member's text to a head as soon as it is final, while the main reader
+/// still reads. The main reader, slower to reach the end by what the helper spent (it
+/// steals more of the helper's text, by the rates), goes on from that head at the root's
+/// `}` when the guess held, and writes everything itself when it did not.
+pub trait Head: io::Write + Send {
+    /// Forget every byte written so far.
+    fn restart(&mut self);
+
+    /// An empty head of the same kind.
+    fn fresh(&self) -> Box<dyn Head>;
+
+    /// Itself, for the writer that made it to take it back ([`EarlyWrite::resume`]).
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+/// The helper's writer: its head, if the writer it reads for has one, or nowhere.
+pub(super) struct HeadOut(pub(super) Option<Box<dyn Head>>);
+
+impl io::Write for HeadOut {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            Some(head) => head.write(bytes),
+            None => Ok(bytes.len()),
+        }
+    }
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match &mut self.0 {
+            Some(head) => head.write_all(bytes),
+            None => Ok(()),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl EarlyWrite for HeadOut {
+    fn restart(&mut self) -> io::Result<()> {
+        if let Some(head) = &mut self.0 {
+            head.restart();
+        }
+        Ok(())
+    }
+}
+
+/// A head taken with a part of the helper's into the root object: it holds `{` and the text
+/// of root member `member` up to `sent` (offsets as the main reader's).
+pub(super) struct HeadTaken {
+    pub(super) head: Box<dyn Head>,
+    pub(super) member: usize,
+    pub(super) sent: usize,
 }
 
 /// The writer of [`canonicalize`](crate::canonicalize), which never guesses: a restart would
@@ -95,6 +174,18 @@ impl Early {
         }
     }
 
+    /// For the helper at the end of its part: the member whose text went out and where in
+    /// `buf` what went out ends; `None` if nothing went out or the guess failed.
+    pub(super) fn sent(&self) -> Option<(usize, usize)> {
+        if self.failed {
+            return None;
+        }
+        self.guess
+            .as_ref()
+            .filter(|g| g.sent > 0)
+            .map(|g| (g.member, g.sent))
+    }
+
     /// An object inside the root, at `start` in `buf`, met a key out of order: its members
     /// will move, so if any of its bytes went out, the guess has failed.
     #[inline]
@@ -138,7 +229,13 @@ impl Canon<'_> {
             member: new,
             sent: 0,
         });
-        self.early.next_at = self.buf.len() + FLUSH_BYTES;
+        // The helper hands over a member it guesses only once it is whole
+        // (`early_member_done`), so that what it spends on it is known to the steal.
+        self.early.next_at = if self.part.is_some() {
+            usize::MAX
+        } else {
+            self.buf.len() + FLUSH_BYTES
+        };
     }
 
     /// `buf` reached `next_at`: hands over what the guess covers now.
@@ -167,7 +264,12 @@ impl Canon<'_> {
                 return;
             };
             let root_start = root.start;
-            self.emit_range(0, root_start, out);
+            if self.part.is_some() {
+                // The helper's container opened before its text: its `{` is not in `buf`.
+                emit(&mut self.io_error, b"{", out);
+            } else {
+                self.emit_range(0, root_start, out);
+            }
             member.text_start
         } else {
             sent
@@ -183,6 +285,33 @@ impl Canon<'_> {
         } else {
             self.buf.len() + FLUSH_BYTES
         };
+    }
+
+    /// The helper finished a member of its container: if it is the guess, its text goes to
+    /// the head now, while the main reader still reads, not a piece's length later (the
+    /// text after it may be read by the main reader, which steals the end).
+    #[cold]
+    pub(super) fn early_member_done<W: EarlyWrite>(&mut self, out: &mut W) {
+        let Some(done) = self.members.len().checked_sub(1) else {
+            return;
+        };
+        if self.early.guess.as_ref().map(|g| g.member) != Some(done) {
+            return;
+        }
+        let member = self.members[done];
+        let signal = self.part.as_ref().and_then(|h| h.signal);
+        if let Some(signal) = signal {
+            if !signal.begin(member.text_end - member.text_start) {
+                // Too late to count on: the guess is dropped, and nothing more goes out.
+                self.early.failed = true;
+                self.early.next_at = usize::MAX;
+                return;
+            }
+        }
+        self.early_send(out);
+        if let Some(signal) = signal {
+            signal.end();
+        }
     }
 
     /// How far the guessed member's text (the root's pending member) is final if the guess
@@ -244,6 +373,33 @@ impl Canon<'_> {
         }
         self.clear_buf();
         true
+    }
+
+    /// The root's `}` (its members in `order` when it was not sorted) when a part of the
+    /// helper's brought a head: if the head's member is the root's first, the writer goes on
+    /// from the head and the rest goes out as [`Canon::early_close_root`] sends it. Returns
+    /// `false` when the head is not used, and the usual close follows.
+    pub(super) fn close_root_after_head<W: EarlyWrite>(
+        &mut self,
+        sorted: bool,
+        out: &mut W,
+    ) -> bool {
+        let Some(taken) = self.head.take() else {
+            return false;
+        };
+        let first = if sorted {
+            Some(0)
+        } else {
+            self.order.first().map(|&m| m as usize)
+        };
+        if first != Some(taken.member) || self.io_error.is_some() || !out.resume(taken.head) {
+            return false;
+        }
+        self.early.guess = Some(Guess {
+            member: taken.member,
+            sent: taken.sent,
+        });
+        self.early_close_root(sorted, out)
     }
 
     /// The writer forgets what it got; returns whether it could.

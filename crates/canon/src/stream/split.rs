@@ -46,6 +46,14 @@
 //! reader's: their buffers go along, and their offsets are rebased (`splice::rebased`). A
 //! stolen part the helper went past unread costs only the time the main reader would have
 //! waited.
+//!
+//! The helper may also write the document's beginning ([`Head`], `stream/early.rs`): where
+//! the writer can make one ([`canonicalize_parallel_headed`]), the helper guesses that its
+//! container is the root and that the member of the smallest key it read is the root's
+//! first, and writes `{` and that member to the head as soon as the member is whole, before
+//! the main reader's steal is decided ([`HeadSignal`]: the steal then counts the helper's
+//! time on it). The head goes with the part; the main reader goes on from it at the root's
+//! `}` if that member is the root's first in key order, and writes everything itself if not.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as Atomic};
@@ -54,6 +62,7 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::Instant;
 
+use super::early::{Head, HeadOut, HeadTaken};
 use super::order::MOVED_MAX;
 use super::splice::{rebased, PartText, Piece, Splice};
 use super::{
@@ -121,6 +130,23 @@ pub fn canonicalize_parallel<W: io::Write>(
     }
     let mut out = NoRestart(out);
     canonicalize_split_from(text, options, profile, &mut out, false, Plan::halves(text)).map(drop)
+}
+
+/// As [`canonicalize_parallel`], for a writer that can give the helper a [`Head`]
+/// ([`EarlyWrite::head`]): the helper writes the document's beginning to it when it guesses
+/// that the root's first member in key order is one it read (`stream/early.rs`), and the
+/// main reader goes on from there when the guess held. The same bytes reach `out` in the end
+/// either way.
+pub fn canonicalize_parallel_headed<W: EarlyWrite>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+) -> Result<(), CanonError> {
+    if !reads_in_parallel(text.len()) {
+        return super::canonicalize(text, options, profile, out);
+    }
+    canonicalize_split_from(text, options, profile, out, false, Plan::halves(text)).map(drop)
 }
 
 /// The time, for the threads' rates only ([`stolen_share`]): it decides where the work
@@ -212,10 +238,17 @@ pub fn canonicalize_split_from<W: EarlyWrite>(
         stolen: AtomicUsize::new(0),
         started: now(),
         helper_started: OnceLock::new(),
+        head: HeadSignal {
+            pending: AtomicUsize::new(0),
+            decided: AtomicBool::new(false),
+        },
     };
     let (send, outcomes) = mpsc::channel();
     let (send_back, outcomes_back) = mpsc::channel();
     let options = *options;
+    // Early writes guess on the main reader already; the head is for a writer that gets
+    // nothing before the root closes.
+    let head = if early { None } else { out.head() };
     thread::scope(|s| {
         let shared = &shared;
         let mut steal = Some(Steal {
@@ -238,6 +271,8 @@ pub fn canonicalize_split_from<W: EarlyWrite>(
                 at,
                 Some(back),
                 stolen,
+                head,
+                Some(&shared.head),
             );
             // Nothing stolen is taken any more.
             shared.back.cancel.store(true, Atomic::Relaxed);
@@ -302,12 +337,45 @@ struct Shared {
     /// much the main reader steals ([`stolen_share`]).
     started: Instant,
     helper_started: OnceLock<Instant>,
+    /// What the helper's head costs it, for the steal.
+    head: HeadSignal,
+}
+
+/// Between the helper writing its head and the main reader's steal (`stream/early.rs`,
+/// [`Head`]): the helper's time spent on its head is time it does not read, so the main
+/// reader steals more when the helper is writing one; and a head the steal did not count
+/// on would keep the main reader waiting, so the helper writes none once the steal is
+/// decided.
+pub(super) struct HeadSignal {
+    /// Bytes of text the helper is writing to its head (0: none).
+    pending: AtomicUsize,
+    /// The main reader decided its steal (or that it steals nothing).
+    decided: AtomicBool,
+}
+
+impl HeadSignal {
+    /// The helper is about to write `bytes` of text to its head: `false` if the steal was
+    /// decided without it (then it writes none).
+    pub(super) fn begin(&self, bytes: usize) -> bool {
+        self.pending.store(bytes, Atomic::SeqCst);
+        if self.decided.load(Atomic::SeqCst) {
+            self.pending.store(0, Atomic::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    pub(super) fn end(&self) {
+        self.pending.store(0, Atomic::SeqCst);
+    }
 }
 
 /// How many of the `left` bytes the helper has not read yet the main reader steals (it reads
 /// the last ones): as many as make both end together if each reads on at its rate so far
-/// (`main_read` bytes in `main_secs`, `helper_read` in `helper_secs`), and never less than a
-/// quarter or more than three quarters of them; half when a rate is unknown.
+/// (`main_read` bytes in `main_secs`, `helper_read` in `helper_secs`) and the helper also
+/// writes `head` bytes to its head ([`HeadSignal`], at [`HEAD_BYTES_PER_SEC`]); never less
+/// than a quarter or more than three quarters of them (seven eighths with a head); half
+/// when a rate is unknown.
 ///
 /// Why not half: the helper is the slower of the two at the end. Its last quarter holds what
 /// closes its containers (a large object's sort), and its core is the one that was idle when
@@ -318,6 +386,7 @@ struct Shared {
 /// part is taken or read again, with the same text.
 fn stolen_share(
     left: usize,
+    head: usize,
     main_read: usize,
     main_secs: f64,
     helper_read: usize,
@@ -325,14 +394,23 @@ fn stolen_share(
 ) -> usize {
     let main_rate = main_read as f64 / main_secs;
     let helper_rate = helper_read as f64 / helper_secs;
-    let share = main_rate / (main_rate + helper_rate);
+    // Both end together when `share * left / main_rate` equals
+    // `(1 - share) * left / helper_rate + head / HEAD_BYTES_PER_SEC`.
+    let head_as_read = head as f64 * helper_rate / HEAD_BYTES_PER_SEC / left as f64;
+    let share = main_rate * (1.0 + head_as_read) / (main_rate + helper_rate);
+    let most = if head > 0 { 0.875 } else { 0.75 };
     let share = if share.is_finite() {
-        share.clamp(0.25, 0.75)
+        share.clamp(0.25, most)
     } else {
         0.5
     };
     (left as f64 * share) as usize
 }
+
+/// How fast the helper writes text to its head: SHA-256 of a large object's canonical
+/// text, its members in key order scattered over the buffers they were read into (1.5 MB
+/// of the `escapes` glossary in 1.4-1.5 ms on the 2-vCPU test machine).
+const HEAD_BYTES_PER_SEC: f64 = 1.0e9;
 
 /// What the main reader needs to steal.
 struct Steal<'a> {
@@ -352,6 +430,7 @@ impl Steal<'_> {
             .map_or(0.0, |&t| (now - t).as_secs_f64());
         stolen_share(
             left,
+            shared.head.pending.load(Atomic::SeqCst),
             comma,
             (now - shared.started).as_secs_f64(),
             at.saturating_sub(self.plan.from),
@@ -365,7 +444,7 @@ impl Steal<'_> {
         let plan = Plan { from, ..self.plan };
         let back = &self.shared.back;
         help(
-            text, options, profile, back, self.send, plan, None, None, None,
+            text, options, profile, back, self.send, plan, None, None, None, None, None,
         );
     }
 }
@@ -414,6 +493,7 @@ impl<'a> Main<'a> {
             }
         }
         if let Some(steal) = self.steal.take() {
+            steal.shared.head.decided.store(true, Atomic::SeqCst);
             let at = steal.shared.helper_at.load(Atomic::Relaxed).max(comma);
             let left = text.len().saturating_sub(at);
             if left >= STEAL_MIN {
@@ -442,6 +522,8 @@ pub(super) struct Helper<'a> {
     at: Option<&'a AtomicUsize>,
     /// The source of a part it took into its guessed container, whose text follows its own.
     tail: Option<usize>,
+    /// Its head's cost, for the main reader's steal.
+    pub(super) signal: Option<&'a HeadSignal>,
 }
 
 /// What a comma of the innermost container did.
@@ -482,6 +564,9 @@ struct Part {
     end: usize,
     /// The most containers open at once, the guessed one counted.
     deepest: usize,
+    /// The head the helper wrote `{` and a member's text to (that member, and where in
+    /// `buf` what went out ends), if it did.
+    head: Option<(Box<dyn Head>, usize, usize)>,
 }
 
 impl Canon<'_> {
@@ -558,7 +643,7 @@ impl Canon<'_> {
         let Some(main) = &mut self.main else {
             return Ok(Taken::No);
         };
-        let Some(part) = main.outcome_at(comma, text, options, profile) else {
+        let Some(mut part) = main.outcome_at(comma, text, options, profile) else {
             return Ok(Taken::No);
         };
         let object = match self.frames.last() {
@@ -586,7 +671,18 @@ impl Canon<'_> {
             if !self.take_members(&part, source) {
                 return Ok(Taken::No);
             }
+            let head = part.head.take();
             self.keep_part(part, source);
+            if let Some((head, member, sent)) = head {
+                // A head is of use where the part is the root's, on the main reader.
+                if self.frames.len() == 1 && self.part.is_none() && !self.early.on {
+                    self.head = Some(HeadTaken {
+                        head,
+                        member: seam + member,
+                        sent: rebased(source, sent),
+                    });
+                }
+            }
             if self.early.on && self.frames.len() == 1 {
                 // The root's members, which the early writes follow one by one: the part's
                 // may hold a smaller key than the guess.
@@ -728,6 +824,8 @@ fn help<'a>(
     at: Option<&'a AtomicUsize>,
     mut back: Option<Main<'a>>,
     stolen: Option<&'a AtomicUsize>,
+    mut head: Option<Box<dyn Head>>,
+    signal: Option<&'a HeadSignal>,
 ) {
     let mut from = plan.from;
     for slot in &lane.candidates[..] {
@@ -747,6 +845,7 @@ fn help<'a>(
             end: None,
             at,
             tail: None,
+            signal,
         };
         let reader = Reader {
             options,
@@ -754,7 +853,7 @@ fn help<'a>(
             moved_max: plan.moved_max,
             stolen,
         };
-        let part = read_part(text, reader, helper, comma, &mut back);
+        let part = read_part(text, reader, helper, comma, &mut back, &mut head);
         // After a container, the first comma is in the one around it: the helper goes on
         // there, so that it reads to the end of the text while the main reader reads to
         // its first candidate.
@@ -788,17 +887,20 @@ fn read_part<'a>(
     helper: Helper<'a>,
     comma: usize,
     back: &mut Option<Main<'a>>,
+    head: &mut Option<Box<dyn Head>>,
 ) -> Option<Part> {
     let object = member_follows(text, comma);
     // Room for a short part only: most parts are (a record, a container the helper climbs
     // out of), and a large buffer's first write takes a whole 2 MiB page under the binary's
     // allocator (`crates/cli/src/large_pages.rs`). A long part grows, its pages moved, not
     // copied, once past the first few hundred KiB (there, and under glibc's `realloc`).
+    // With a head, the part's container is guessed to be the root (`stream/early.rs`,
+    // [`Head`]): the early writes follow its members as they follow the root's.
     let mut c = Canon::with_buffer(
         text,
         reader.options,
         reader.profile,
-        false,
+        head.is_some(),
         (text.len() - comma).min(PART_BUFFER),
     );
     c.moved_max = reader.moved_max;
@@ -820,15 +922,34 @@ fn read_part<'a>(
         Frame::Array(0)
     });
     c.deepest = 1;
-    let mut nowhere = io::sink();
-    let mut out = NoRestart(&mut nowhere);
+    // Nothing else is handed to a writer: it all waits for the main reader.
+    let mut out = HeadOut(head.take());
+    if let Some(h) = &mut out.0 {
+        h.restart();
+    }
     let read = if object {
         c.p.skip_whitespace();
-        c.key(0).and_then(|()| c.value(&mut out))
+        c.key(0).and_then(|()| {
+            if c.early.on {
+                c.early_root_key(&mut out);
+            }
+            c.value(&mut out)
+        })
     } else {
         c.value(&mut out)
     };
     *back = c.main.take();
+    // The head goes with the part if it holds the part's text, and the next guess gets a
+    // fresh one.
+    let sent = c.early.sent().filter(|_| c.io_error.is_none());
+    let (part_head, kept) = match (out.0.take(), sent) {
+        (Some(h), Some((member, sent))) => {
+            let fresh = h.fresh();
+            (Some((h, member, sent)), Some(fresh))
+        }
+        (h, _) => (None, h),
+    };
+    *head = kept;
     let (end, tail) = c.part.as_ref().map_or((None, None), |h| (h.end, h.tail));
     if read.is_err() || c.error.is_some() {
         return None;
@@ -852,6 +973,7 @@ fn read_part<'a>(
         astral,
         end,
         deepest: c.deepest,
+        head: part_head,
     })
 }
 
@@ -882,22 +1004,51 @@ fn member_follows(text: &[u8], comma: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::stolen_share;
+    use super::*;
 
     #[test]
     fn the_main_reader_steals_by_the_rates_so_far_within_bounds() {
         let left = 1_000_000;
         // Equal rates: half, as the earlier rule took.
-        assert_eq!(stolen_share(left, 2_000, 1.0, 1_000, 0.5), 500_000);
+        assert_eq!(stolen_share(left, 0, 2_000, 1.0, 1_000, 0.5), 500_000);
         // The helper at 0.72 of the main reader's rate: both end together at 1 / 1.72.
-        let share = stolen_share(left, 1_000, 1.0, 720, 1.0);
+        let share = stolen_share(left, 0, 1_000, 1.0, 720, 1.0);
         assert!((581_000..=581_500).contains(&share), "{share}");
         // Bounds: a helper that read nothing yet, one far faster.
-        assert_eq!(stolen_share(left, 1_000, 1.0, 0, 1.0), 750_000);
-        assert_eq!(stolen_share(left, 1_000, 1.0, 100_000, 1.0), 250_000);
+        assert_eq!(stolen_share(left, 0, 1_000, 1.0, 0, 1.0), 750_000);
+        assert_eq!(stolen_share(left, 0, 1_000, 1.0, 100_000, 1.0), 250_000);
         // A rate that cannot be known: half.
-        assert_eq!(stolen_share(left, 1_000, 1.0, 0, 0.0), 500_000);
-        assert_eq!(stolen_share(left, 0, 0.0, 1_000, 1.0), 500_000);
-        assert_eq!(stolen_share(0, 1_000, 1.0, 1_000, 1.0), 0);
+        assert_eq!(stolen_share(left, 0, 1_000, 1.0, 0, 0.0), 500_000);
+        assert_eq!(stolen_share(left, 0, 0, 0.0, 1_000, 1.0), 500_000);
+        assert_eq!(stolen_share(0, 0, 1_000, 1.0, 1_000, 1.0), 0);
+    }
+
+    #[test]
+    fn a_head_being_written_makes_the_main_reader_steal_more() {
+        // Equal rates of 1 MB/s, a million bytes left, and half a second of head on the
+        // helper: both end together when the main reader reads 250,000 bytes more than half.
+        let left = 1_000_000;
+        let head = (HEAD_BYTES_PER_SEC * 0.5) as usize;
+        let share = stolen_share(left, head, 1_000_000, 1.0, 1_000_000, 1.0);
+        assert!((749_000..=751_000).contains(&share), "{share}");
+        // More than three quarters only with a head, and never more than seven eighths.
+        let share = stolen_share(left, head * 2, 1_000_000, 1.0, 1_000_000, 1.0);
+        assert_eq!(share, 875_000);
+        assert_eq!(stolen_share(left, 0, 1_000, 1.0, 1, 1.0), 750_000);
+    }
+
+    #[test]
+    fn the_helper_writes_no_head_once_the_steal_is_decided() {
+        let signal = HeadSignal {
+            pending: AtomicUsize::new(0),
+            decided: AtomicBool::new(false),
+        };
+        assert!(signal.begin(1_000));
+        assert_eq!(signal.pending.load(Atomic::SeqCst), 1_000);
+        signal.end();
+        assert_eq!(signal.pending.load(Atomic::SeqCst), 0);
+        signal.decided.store(true, Atomic::SeqCst);
+        assert!(!signal.begin(1_000));
+        assert_eq!(signal.pending.load(Atomic::SeqCst), 0);
     }
 }
