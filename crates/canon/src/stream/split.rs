@@ -102,10 +102,7 @@ pub fn canonicalize_early_parallel<W: EarlyWrite>(
     profile: Profile,
     out: &mut W,
 ) -> Result<(), CanonError> {
-    if !reads_in_parallel(text.len()) {
-        return super::canonicalize_early(text, options, profile, out);
-    }
-    canonicalize_split_from(text, options, profile, out, true, Plan::halves(text)).map(drop)
+    in_halves(text, options, profile, out, true)
 }
 
 /// Whether [`canonicalize_early_parallel`] and [`canonicalize_parallel`] read a text of `len`
@@ -125,11 +122,7 @@ pub fn canonicalize_parallel<W: io::Write>(
     profile: Profile,
     out: &mut W,
 ) -> Result<(), CanonError> {
-    if !reads_in_parallel(text.len()) {
-        return super::canonicalize(text, options, profile, out);
-    }
-    let mut out = NoRestart(out);
-    canonicalize_split_from(text, options, profile, &mut out, false, Plan::halves(text)).map(drop)
+    in_halves(text, options, profile, &mut NoRestart(out), false)
 }
 
 /// As [`canonicalize_parallel`], for a writer that can give the helper a [`Head`]
@@ -143,10 +136,22 @@ pub fn canonicalize_parallel_headed<W: EarlyWrite>(
     profile: Profile,
     out: &mut W,
 ) -> Result<(), CanonError> {
+    in_halves(text, options, profile, out, false)
+}
+
+/// The library's two-thread passes: a text of 1 MiB to 64 MiB split in halves, any other
+/// read on this thread, with early writes or without.
+fn in_halves<W: EarlyWrite>(
+    text: &[u8],
+    options: &ParseOptions,
+    profile: Profile,
+    out: &mut W,
+    early: bool,
+) -> Result<(), CanonError> {
     if !reads_in_parallel(text.len()) {
-        return super::canonicalize(text, options, profile, out);
+        return super::run(text, options, profile, out, early);
     }
-    canonicalize_split_from(text, options, profile, out, false, Plan::halves(text)).map(drop)
+    canonicalize_split_from(text, options, profile, out, early, Plan::halves(text)).map(drop)
 }
 
 /// The time, for the threads' rates only ([`stolen_share`]): it decides where the work
