@@ -301,7 +301,7 @@ impl Canon<'_> {
         let member = self.members[done];
         let signal = self.part.as_ref().and_then(|h| h.signal);
         if let Some(signal) = signal {
-            if !signal.begin(member.text_end - member.text_start) {
+            if !signal.begin(member.text_end.saturating_sub(member.text_start)) {
                 // Too late to count on: the guess is dropped, and nothing more goes out.
                 self.early.failed = true;
                 self.early.next_at = usize::MAX;
