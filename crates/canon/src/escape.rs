@@ -3,6 +3,8 @@
 
 use crate::sink::Out;
 
+mod utf8_wide;
+
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Bytes Python's `ensure_ascii` writes as themselves: printable ASCII except `"` and `\`.
@@ -279,7 +281,8 @@ fn python_token_into<const DECODE: bool>(
     decoded: &mut Vec<u8>,
 ) -> Option<usize> {
     out.push(b'"');
-    let mut i = open + 1;
+    // Up to 16 chars at a time where the CPU can, from the first.
+    let mut i = utf8_wide::escape_chars::<DECODE>(bytes, open + 1, out, decoded);
     loop {
         let b = *bytes.get(i)?;
         if PYTHON_PLAIN[b as usize] {
@@ -384,6 +387,12 @@ fn python_token_into<const DECODE: bool>(
                 i += 1;
             }
             0x80.. => {
+                // Up to 16 chars at a time where the CPU can.
+                let after = utf8_wide::escape_chars::<DECODE>(bytes, i, out, decoded);
+                if after > i {
+                    i = after;
+                    continue;
+                }
                 // In text of mixed scripts a char's length and whether it is astral are
                 // random: both are taken without a branch where four bytes are left.
                 let word = bytes.get(i..i + 4).map(|w| [w[0], w[1], w[2], w[3]]);
@@ -531,7 +540,7 @@ fn jcs_string_escaped<O: Out>(s: &str, out: &mut O) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::sink::Sink;
 
@@ -646,7 +655,7 @@ mod tests {
     }
 
     /// As [`general_python_token`], with the string decoded (a key's UTF-8).
-    fn general_python_key(token: &[u8]) -> Option<(Vec<u8>, String, usize)> {
+    pub(super) fn general_python_key(token: &[u8]) -> Option<(Vec<u8>, String, usize)> {
         let mut p = crate::parser::Parser::new(token, crate::ParseOptions::default());
         let mut scratch = String::new();
         let mut out = Vec::new();
@@ -693,6 +702,85 @@ mod tests {
         }
     }
 
+    /// Every piece a string token can hold (see the test below), to draw tokens from.
+    pub(super) const STRING_PIECES: &[&[u8]] = &[
+        b"a",
+        b"plain text",
+        b"0123456789abcdefghij",
+        b" ",
+        b"~",
+        b"/",
+        b"\x7f",
+        b"\\\"",
+        b"\\\\",
+        b"\\/",
+        b"\\b",
+        b"\\f",
+        b"\\n",
+        b"\\r",
+        b"\\t",
+        b"\\x",
+        b"\\",
+        b"\\u0000",
+        b"\\u001f",
+        b"\\u0020",
+        b"\\u0022",
+        b"\\u005c",
+        b"\\u002F",
+        b"\\u0041",
+        b"\\u007e",
+        b"\\u007f",
+        b"\\u0080",
+        b"\\u00e9",
+        b"\\u00E9",
+        b"\\u0008",
+        b"\\u000A",
+        b"\\u20ac",
+        b"\\uffff",
+        b"\\uFEFF",
+        b"\\ud83d\\ude00",
+        b"\\uD83D\\uDE00",
+        b"\\udbff\\udfff",
+        b"\\ud800\\udc00",
+        b"\\ud800",
+        b"\\udc00",
+        b"\\ud83d\\u0041",
+        b"\\u12",
+        b"\\u12g4",
+        b"\xc2\x80",
+        b"\xdf\xbf",
+        b"\xc3\xa9",
+        b"\xe0\xa0\x80",
+        b"\xef\xbf\xbf",
+        b"\xe2\x82\xac",
+        b"\xe2\x80\xa8",
+        b"\xef\xbb\xbf",
+        b"\xed\x9f\xbf",
+        b"\xee\x80\x80",
+        b"\xf0\x90\x80\x80",
+        b"\xf0\x9f\x98\x80",
+        b"\xf4\x8f\xbf\xbf",
+        b"\xc0\xaf",
+        b"\xc1\xbf",
+        b"\xe0\x9f\xbf",
+        b"\xed\xa0\x80",
+        b"\xed\xbf\xbf",
+        b"\xf0\x8f\xbf\xbf",
+        b"\xf4\x90\x80\x80",
+        b"\xf5\x80\x80\x80",
+        b"\xff",
+        b"\x80",
+        b"\xbf",
+        b"\xc3",
+        b"\xe2\x82",
+        b"\xf0\x9f\x98",
+        b"\xc3\x28",
+        b"\x00",
+        b"\x1f",
+        b"\n",
+        b"\t",
+    ];
+
     /// `python_string_of_token` against the general reading on generated tokens of every
     /// piece a string can hold: plain runs, every escape in both hex cases, surrogate pairs
     /// and lone halves, raw UTF-8 of every length and its bounds, bytes that are not UTF-8
@@ -700,83 +788,7 @@ mod tests {
     /// raw controls, 0x7F, and tokens cut short. Same bytes and end, or both refuse.
     #[test]
     fn string_of_token_matches_the_general_reading() {
-        let pieces: &[&[u8]] = &[
-            b"a",
-            b"plain text",
-            b"0123456789abcdefghij",
-            b" ",
-            b"~",
-            b"/",
-            b"\x7f",
-            b"\\\"",
-            b"\\\\",
-            b"\\/",
-            b"\\b",
-            b"\\f",
-            b"\\n",
-            b"\\r",
-            b"\\t",
-            b"\\x",
-            b"\\",
-            b"\\u0000",
-            b"\\u001f",
-            b"\\u0020",
-            b"\\u0022",
-            b"\\u005c",
-            b"\\u002F",
-            b"\\u0041",
-            b"\\u007e",
-            b"\\u007f",
-            b"\\u0080",
-            b"\\u00e9",
-            b"\\u00E9",
-            b"\\u0008",
-            b"\\u000A",
-            b"\\u20ac",
-            b"\\uffff",
-            b"\\uFEFF",
-            b"\\ud83d\\ude00",
-            b"\\uD83D\\uDE00",
-            b"\\udbff\\udfff",
-            b"\\ud800\\udc00",
-            b"\\ud800",
-            b"\\udc00",
-            b"\\ud83d\\u0041",
-            b"\\u12",
-            b"\\u12g4",
-            b"\xc2\x80",
-            b"\xdf\xbf",
-            b"\xc3\xa9",
-            b"\xe0\xa0\x80",
-            b"\xef\xbf\xbf",
-            b"\xe2\x82\xac",
-            b"\xe2\x80\xa8",
-            b"\xef\xbb\xbf",
-            b"\xed\x9f\xbf",
-            b"\xee\x80\x80",
-            b"\xf0\x90\x80\x80",
-            b"\xf0\x9f\x98\x80",
-            b"\xf4\x8f\xbf\xbf",
-            b"\xc0\xaf",
-            b"\xc1\xbf",
-            b"\xe0\x9f\xbf",
-            b"\xed\xa0\x80",
-            b"\xed\xbf\xbf",
-            b"\xf0\x8f\xbf\xbf",
-            b"\xf4\x90\x80\x80",
-            b"\xf5\x80\x80\x80",
-            b"\xff",
-            b"\x80",
-            b"\xbf",
-            b"\xc3",
-            b"\xe2\x82",
-            b"\xf0\x9f\x98",
-            b"\xc3\x28",
-            b"\x00",
-            b"\x1f",
-            b"\n",
-            b"\t",
-        ];
+        let pieces = STRING_PIECES;
         // What follows: from none to more than the 8 bytes the raw-char reading loads.
         let mut tokens = crate::test_tokens::Tokens::new(31, pieces, 12, b",1] ...........,");
         let (mut taken, mut refused) = (0, 0);
