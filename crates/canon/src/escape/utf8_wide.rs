@@ -4,13 +4,21 @@
 //! Why: in text of mixed scripts an ASCII char and a non-ASCII one alternate every two chars
 //! or so, and the byte-at-a-time reading spent a third of `lockstep fingerprint`'s CPU on
 //! the `utf8` shape of scripts/bench-fingerprint escaping them one by one, a branch on each
-//! char's kind each time (docs/canonical-json.md, seventeenth round).
+//! char's kind each time (docs/canonical-json.md, seventeenth round). Its strings are short
+//! (four chars at the median) and hold escapes (`\n`, `\"`, `\u001f`): a block that stopped
+//! at every escape took two or three chars and cost what it saved, so a block takes the
+//! escapes that are their own canonical text along, byte by byte, as ASCII chars.
 //!
 //! How, for one block (the 64 bytes from where a char starts):
 //! 1. Chars start at every byte that is not a continuation byte (`10xxxxxx`). The block
-//!    takes the chars that start in its first 60 bytes (so that each one's four bytes are in
-//!    the block) before the first byte that is not plain (`"`, `\`, a control, 0x7F), at most
-//!    16.
+//!    takes the chars that start in its first 60 bytes, at most 16, up to the first byte it
+//!    does not take: the token's closing quote, a raw control, or the backslash of an
+//!    escape other than the ones a state written without `ensure_ascii` holds, which are
+//!    their own canonical text: `\"` `\\` `\n` `\r` `\t` `\b` `\f`, and a lowercase `\u00xx`
+//!    of a control without a short escape (`\/`, `\u0041`, `\u000a`, `\u00e9`, uppercase
+//!    hex and errors are the scalar reading's). The ones taken are found with simdjson's
+//!    carry trick for the bytes an odd run of backslashes escapes, and are never cut in two
+//!    at the block's end. A key, whose decoded chars are wanted too, stops at every escape.
 //! 2. Each char's four bytes from its start go to a 32-bit lane (a byte permute indexed by
 //!    the starts, compressed), and are decoded there as the scalar reading decodes a word:
 //!    the length from the first byte, the payload bits masked and closed up. A char is valid
@@ -18,13 +26,14 @@
 //!    exactly the ones between), and its code point is not overlong, not a surrogate, not
 //!    beyond U+10FFFF. The block ends before the first char that is not.
 //! 3. Each char is written into a 16-byte slot: `\uXXXX` (and a second `\uXXXX` for an
-//!    astral char's low surrogate) from its hex digits, or the ASCII char itself; the slots'
-//!    bytes that count are compressed together (`vpcompressb`) and stored.
+//!    astral char's low surrogate; 0x7F as `\u007f`) from its hex digits, or the ASCII char
+//!    itself; the slots' bytes that count are compressed together (`vpcompressb`) and
+//!    stored.
 //!
-//! Whatever a block does not take (a quote, an escape, a control, a byte that is not UTF-8,
-//! the last 64 bytes of the text) is left to the scalar reading, which writes and refuses
-//! exactly as before: a block's bytes are the scalar reading's bytes for the same chars
-//! (tested against it on generated text at every offset).
+//! Whatever a block does not take (and the last 64 bytes of the text) is left to the scalar
+//! reading, which writes and refuses exactly as before: a block's bytes are the scalar
+//! reading's bytes for the same chars (tested against the general reading on generated
+//! tokens, at every offset a block can start at).
 
 /// Whether blocks can be escaped here: the CPU has AVX-512 F, BW, VBMI and VBMI2 (checked
 /// once; the standard library keeps the answer).
@@ -362,7 +371,13 @@ mod block {
         let mut taken_bytes = _mm512_mask_reduce_add_epi32(lanes, len) as usize;
         // Never an escape cut in two: the block ends before its backslash instead.
         if inside_escape >> taken_bytes & 1 == 1 {
-            taken_bytes = 63 - (escapers & ((1u64 << taken_bytes) - 1)).leading_zeros() as usize;
+            // The escape's backslash: the last one before (there is one: the block starts
+            // outside an escape).
+            let before = escapers & ((1u64 << taken_bytes) - 1);
+            let Some(backslash) = 63u32.checked_sub(before.leading_zeros()) else {
+                return (0, false);
+            };
+            taken_bytes = backslash as usize;
             taken = (starts & ((1u64 << taken_bytes) - 1)).count_ones();
             if taken == 0 {
                 return (0, false);
