@@ -702,6 +702,31 @@ pub(super) mod tests {
         }
     }
 
+    /// `python_string_of_token` and `python_key_of_token` on `token` against the general
+    /// reading: `true` where all three take it (same bytes, same end, the key's chars
+    /// decoded), `false` where all three refuse it (and the two left their outputs as they
+    /// were); a panic naming the token for anything else.
+    pub(super) fn agrees_with_the_general_reading(token: &[u8]) -> bool {
+        let mut ours = b"prefix".to_vec();
+        let got = python_string_of_token(token, 0, &mut ours);
+        let (mut key, mut decoded) = (b"prefix".to_vec(), b"key".to_vec());
+        let got_key = python_key_of_token(token, 0, &mut key, &mut decoded);
+        match (got, got_key, general_python_key(token)) {
+            (Some(end), Some(key_end), Some((bytes, string, pos))) => {
+                assert_eq!((&ours[6..], end), (&bytes[..], pos), "{token:?}");
+                assert_eq!((&key[6..], key_end), (&bytes[..], pos), "{token:?}");
+                assert_eq!(&decoded[3..], string.as_bytes(), "{token:?}");
+                true
+            }
+            (None, None, None) => {
+                assert_eq!(ours, b"prefix", "{token:?}");
+                assert_eq!((&key[..], &decoded[..]), (&b"prefix"[..], &b"key"[..]));
+                false
+            }
+            (got, got_key, want) => panic!("{token:?}: {got:?} {got_key:?} against {want:?}"),
+        }
+    }
+
     /// Every piece a string token can hold (see the test below), to draw tokens from.
     pub(super) const STRING_PIECES: &[&[u8]] = &[
         b"a",
@@ -793,27 +818,10 @@ pub(super) mod tests {
         let mut tokens = crate::test_tokens::Tokens::new(31, pieces, 12, b",1] ...........,");
         let (mut taken, mut refused) = (0, 0);
         for _ in 0..300_000 {
-            let token = tokens.next_token();
-            let mut ours = b"prefix".to_vec();
-            let got = python_string_of_token(&token, 0, &mut ours);
-            let (mut key, mut decoded) = (b"prefix".to_vec(), b"key".to_vec());
-            let got_key = python_key_of_token(&token, 0, &mut key, &mut decoded);
-            let want = general_python_key(&token);
-            match (got, got_key, want) {
-                (Some(end), Some(key_end), Some((bytes, string, pos))) => {
-                    assert_eq!((&ours[6..], end), (&bytes[..], pos), "{token:?}");
-                    assert_eq!((&key[6..], key_end), (&bytes[..], pos), "{token:?}");
-                    assert_eq!(&decoded[3..], string.as_bytes(), "{token:?}");
-                    taken += 1;
-                }
-                (None, None, None) => {
-                    assert_eq!(ours, b"prefix", "{token:?}");
-                    assert_eq!((&key[..], &decoded[..]), (&b"prefix"[..], &b"key"[..]));
-                    refused += 1;
-                }
-                (got, got_key, want) => {
-                    panic!("{token:?}: {got:?} {got_key:?} against {want:?}")
-                }
+            if agrees_with_the_general_reading(&tokens.next_token()) {
+                taken += 1;
+            } else {
+                refused += 1;
             }
         }
         assert!(taken > 30_000 && refused > 30_000, "{taken} {refused}");
