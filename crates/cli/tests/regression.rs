@@ -68,13 +68,15 @@ fn verdicts(report: &serde_json::Value) -> Vec<String> {
 /// Issue 9: `fixture:global-rng`'s same/process verdicts changed from run to run under the
 /// default `--jobs`, because trials on threads of one process shared its global RNG. Trials now
 /// run in processes of their own: every built-in env, faulty fixtures included, gets the same
-/// verdicts for `--jobs 1`, `2` and `4`.
+/// verdicts for `--jobs 1` and `4` (any count above one ran trials side by side; 4 runs more
+/// of them at once than the test machine's two cores, and a third count added a minute of real
+/// browser trials, most of this test's time, for nothing the two do not show).
 #[test]
 fn issue9_verdicts_do_not_depend_on_jobs() {
     let envs = builtin_envs();
     assert!(envs.len() >= 15, "{envs:?}");
     let mut reference: Option<Vec<String>> = None;
-    for jobs in ["1", "2", "4"] {
+    for jobs in ["1", "4"] {
         let out = tmp(&format!("jobs-{jobs}"));
         let mut args = vec!["check"];
         args.extend(envs.iter().map(String::as_str));
