@@ -42,7 +42,7 @@ fn webtask_reproduces_the_seed_000_table_on_real_systems() {
         "--seeds",
         "10",
         // The table is the audit's (conformity, success); each replay check starts browsers
-        // of its own, and every check of both envs runs in regression.rs (3 seeds).
+        // of its own, and every check of both envs runs in regression.rs (2 seeds).
         "--checks",
         "same",
         "--out",
