@@ -19,6 +19,8 @@ const FLAG: &str = "-Wl,-z,pack-relative-relocs";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // Another linker is probed again.
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let target = std::env::var("TARGET").unwrap_or_default();
     let host = std::env::var("HOST").unwrap_or_default();
     if target != host || !target.ends_with("-linux-gnu") {
