@@ -258,7 +258,7 @@ mod kept {
 mod tests {
     use super::*;
 
-    // The global allocator of this test binary is `LargePages` too (main.rs): every test of
+    // The global allocator of this test binary is `LargePages` too (lib.rs): every test of
     // the binary runs on it. These call it directly, to see its regions.
 
     fn fill(ptr: *mut u8, len: usize, seed: u8) {
