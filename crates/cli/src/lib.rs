@@ -16,7 +16,6 @@ pub(crate) mod budget;
 pub(crate) mod child_runner;
 // What a cluster reads of a task, and the connector, are used by the Python package's Ray
 // (exported below); the binary has no cluster to hand tasks to.
-#[allow(dead_code)]
 pub(crate) mod cluster;
 pub(crate) mod cmd;
 pub(crate) mod counts;
