@@ -405,8 +405,13 @@ def answer(served, op, request, effects_since=0):
         # Effects inside are recorded as this op's (the recorder watches this function's
         # frames: see _watch_requests), at no cost per call.
         if served.tracer is None:
-            return call(*args)
-        return served.tracer.call(op, call, *args)
+            reply = call(*args)
+        else:
+            reply = served.tracer.call(op, call, *args)
+        if served.layer_names and _recording:
+            # A browser launched by this call is the env's layer: its effects are told apart.
+            layers.note(served.env)
+        return reply
     if op == "state":
         state = served.state()
         where = layers.current(served.env) if served.layer_names else None
@@ -429,7 +434,7 @@ def answer(served, op, request, effects_since=0):
         # in a caller's process, since ``effects_since``).
         if not effects_recorded():
             return '{"ok":true,"effects":null}'
-        found = causes.effects_recorder().since(effects_since)
+        found = layers.attribute_effects(causes.effects_recorder().since(effects_since))
         return '{"ok":true,"effects":' + wire.dumps(wire.to_json(found)) + "}"
     if op == "provenance":
         return '{"ok":true,"provenance":' + wire.dumps(provenance()) + "}"

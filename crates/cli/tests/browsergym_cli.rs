@@ -133,6 +133,19 @@ fn miniwob_click_test_runs_through_browsergym_with_no_wrapper() {
         serde_json::json!(["page_history"]),
         "{text}"
     );
+    // Playwright's driver, started when the env is made, is how the browser layer is
+    // launched and driven: listed with the layer, not warned about.
+    assert!(audit.get("warnings").is_none(), "{text}");
+    assert!(
+        audit["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "subprocess"
+                && e["target"].as_str().unwrap().ends_with("cli.js run-driver")
+                && e["layer"] == "browser"),
+        "{audit}"
+    );
     // With the clocks and Chromium's ids ignored, an honest click-test replays its seed on
     // one instance and beside other instances, but for the screenshot taken right after the
     // click: the button's pressed shading fades by a CSS transition, caught at whatever moment

@@ -85,7 +85,12 @@ fn resources(effects: &[Effect], shared_dirs: bool) -> Vec<Resource> {
             }),
         }
     };
-    for e in effects {
+    // An effect of a layer the env names (its browser) is read through that layer already,
+    // and a device that keeps nothing (`/dev/null`) holds no state to probe.
+    for e in effects
+        .iter()
+        .filter(|e| e.layer.is_none() && e.leaves_state())
+    {
         let is_private = !shared_dirs && private(&e.target);
         let why_private = is_private.then_some(
             "in the env's private directories (a fresh home and temp per process: the leftover check covers them); to probe it, run both `contract infer` and `check` with --shared-dirs",
@@ -280,8 +285,8 @@ pub fn observe(
             let e: Effect = lockstep_canon::from_value(v)
                 .map_err(|err| format!("an effect the env sent cannot be read: {err}"))?;
             match effects.iter_mut().find(|x| {
-                (&x.phase, &x.kind, &x.target, &x.file, x.line)
-                    == (&e.phase, &e.kind, &e.target, &e.file, e.line)
+                (&x.phase, &x.kind, &x.target, &x.file, x.line, &x.layer)
+                    == (&e.phase, &e.kind, &e.target, &e.file, e.line, &e.layer)
             }) {
                 Some(x) => x.count += e.count,
                 None => effects.push(e),
@@ -314,6 +319,7 @@ mod tests {
             line: Some(12),
             function: Some("reset".into()),
             count: 1,
+            layer: None,
         }
     }
 
@@ -332,11 +338,24 @@ mod tests {
             ),
             effect("sqlite", "/data/app.db", Some("/data/app.db")),
             effect("http", "http://127.0.0.1:4000", None),
+            // A subprocess's plumbing, no layer.
+            effect("file_write", "/dev/null", Some("/dev/null")),
             effect(
                 "file_write",
                 "~/.cache/x/y.json",
                 Some("/tmp/home/.cache/x/y.json"),
             ),
+            // The env's own browser layer: its profile and endpoint are no new layers.
+            Effect {
+                layer: Some("browser".into()),
+                phase: "step".into(),
+                ..effect("directory_create", "<profile>", Some("/tmp/profile-1"))
+            },
+            Effect {
+                layer: Some("browser".into()),
+                phase: "step".into(),
+                ..effect("http", "http://127.0.0.1:<port>", None)
+            },
         ];
         let text = propose(&Observed {
             env_id: "gymnasium:twin",
@@ -368,6 +387,10 @@ mod tests {
         );
         assert!(
             text.contains("# not active: in the env's private directories"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("during step") && !text.contains("profile-1") && !text.contains("/dev"),
             "{text}"
         );
         assert_eq!(fields_of(&c), ["cached", "t"]);

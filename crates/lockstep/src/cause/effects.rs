@@ -33,6 +33,12 @@ pub struct Effect {
     pub function: Option<String>,
     #[serde(default = "super::one")]
     pub count: u64,
+    /// The layer the env names that this effect belongs to (a browser it launched at a
+    /// reset, that browser's profile directory, requests to its DevTools endpoint): read by
+    /// lockstep after every reset, so never a warning and never a proposed layer. Set by the
+    /// adapter, which knows where the env's layers are (docs/protocol.md, "Effects").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
 }
 
 impl Effect {
@@ -184,12 +190,12 @@ pub(crate) fn loopback_port_hidden(target: &str) -> String {
 }
 
 /// The warnings of a trial: every effect that leaves state behind and that no layer of
-/// `contract` names, one line each.
+/// `contract` or of the env names, one line each.
 pub fn effect_warnings(effects: &[Effect], contract: Option<&Contract>) -> Vec<String> {
     let cwd = std::env::current_dir().ok();
     effects
         .iter()
-        .filter(|e| e.leaves_state())
+        .filter(|e| e.leaves_state() && e.layer.is_none())
         .filter(|e| !contract.is_some_and(|c| named_by(c, e)))
         .map(|e| {
             format!(
@@ -214,7 +220,29 @@ mod tests {
             line: None,
             function: None,
             count: 1,
+            layer: None,
         }
+    }
+
+    #[test]
+    fn an_effect_of_a_layer_the_env_names_is_no_warning() {
+        let launch = "/usr/bin/chromium --remote-debugging-port=<port> --user-data-dir=<profile>";
+        let mut named = vec![
+            effect("subprocess", launch),
+            effect("directory_create", "<profile>"),
+            effect("http", "http://127.0.0.1:<port>"),
+        ];
+        for e in &mut named {
+            e.layer = Some("browser".into());
+        }
+        assert!(effect_warnings(&named, None).is_empty());
+        let unnamed = effect("subprocess", launch);
+        let warned = effect_warnings(std::slice::from_ref(&unnamed), None);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(
+            warned[0].starts_with("the env ran /usr/bin/chromium"),
+            "{warned:?}"
+        );
     }
 
     #[test]
