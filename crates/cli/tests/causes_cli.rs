@@ -302,3 +302,51 @@ fn the_inferred_contract_of_the_twin_names_its_layers_and_isolates_its_cache() {
         "the replay command keeps the contract: {stdout}"
     );
 }
+
+/// `lockstep replay`, the command a failed check says to run, names the cause as `check`
+/// does: under the failing check's line in the terminal, and as `checks[].cause` in its
+/// `--json` file. A check that passes has none.
+#[test]
+fn replay_names_the_cause_of_each_failed_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("replay.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .current_dir(repo())
+        .args(["replay", "--seed", "0", "--steps", "6"])
+        .args(["--checks", "other,interleaved", "--json"])
+        .arg(&json)
+        .args(["--cmd", "--", python().as_str(), "-m", "lockstep_adapter"])
+        .args(["factory", "lockstep_adapter.testing:walker"])
+        .args(["--kwargs", r#"{"bug": "global_rng"}"#])
+        .env("PYTHONPATH", repo().join("python"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    let site = site_of("noise = np.random.normal(scale=0.01, size=2)");
+    let lines: Vec<&str> = text.lines().collect();
+    let failed = lines
+        .iter()
+        .position(|l| l.starts_with("FAIL interleaved"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        lines[failed + 1]
+            .trim_start()
+            .starts_with(&format!("cause: {site} in step: np.random")),
+        "{text}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("ok   other_seed")),
+        "{text}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for c in report["checks"].as_array().unwrap() {
+        if c["passed"] == true {
+            assert!(c.get("cause").is_none(), "{c}");
+        } else {
+            assert_eq!(c["cause"]["sources"][0]["site"], site.as_str(), "{c}");
+            assert_eq!(c["cause"]["sources"][0]["kind"], "shared_rng", "{c}");
+        }
+    }
+}

@@ -225,7 +225,8 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
                     if options.timings {
                         record.step_ms = outcome.step_times.as_ref().map(StepTimes::of);
                     }
-                    record.cause = cause_of(env, kind, &cfg, &fresh, &outcome);
+                    record.cause =
+                        crate::cause::of_failure(kind, env.factory, &fresh, &cfg, &outcome);
                     trial.checks.push(record);
                 }
                 Err(e) => errors.push(format!("{} check: {e}", kind.short())),
@@ -236,39 +237,6 @@ pub fn run_trial(env: &SuiteEnv<'_>, seed: u64, options: &SuiteOptions) -> Trial
         trial.error = Some(errors.join("\n"));
     }
     trial
-}
-
-/// Why `outcome` failed, for an env with a source tracer: its scenario re-run with the
-/// tracer on, in a fresh session (a cache the trial's first reset filled is seen filling);
-/// for a fresh process that replays only with this process's string-hash salt, the hash
-/// order. `None` for a pass, or an env with no tracer and no hash-seed finding.
-fn cause_of(
-    env: &SuiteEnv<'_>,
-    kind: CheckKind,
-    cfg: &CheckConfig,
-    runner: &dyn ProcessRunner,
-    outcome: &ReplayOutcome,
-) -> Option<crate::cause::Cause> {
-    if outcome.passed || !outcome.applicable || outcome.divergence.is_none() {
-        return None;
-    }
-    let session = env.factory.session();
-    let factory = session.as_deref().unwrap_or(env.factory);
-    let cause = crate::cause::explain(kind, factory, cfg, outcome);
-    let by_hash = kind == CheckKind::OtherProcess
-        && runner.varies_hash_seed()
-        && runner
-            .run_reference(&factory.id(), cfg.seed, cfg.steps, None)
-            .ok()
-            .flatten()
-            .is_some_and(|r| r.trace.episode == outcome.episode);
-    if by_hash {
-        return Some(crate::cause::with_first(
-            cause,
-            crate::cause::hash_order_site(),
-        ));
-    }
-    cause
 }
 
 /// The audit of one seed, and what the env says about itself (its id, the contract the audit

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use lockstep::cause::Cause;
 use lockstep::check::{run_check, CheckConfig, CheckOutcome};
 use lockstep::suite::parse_checks;
 
@@ -52,13 +53,26 @@ struct Report<'a> {
     seed: u64,
     steps: u64,
     passed: bool,
-    checks: &'a [CheckOutcome],
+    checks: &'a [Replayed],
     /// Checks that could not run (an env error), with the reason.
     errors: &'a [String],
     /// The command that replays the failed checks (absent when all pass).
     #[serde(skip_serializing_if = "Option::is_none")]
     replay: Option<String>,
 }
+
+/// One check's outcome, and for a failure the line of the env's code that caused it, as
+/// `lockstep check` finds it (`lockstep::cause::of_failure`).
+#[derive(serde::Serialize)]
+struct Replayed {
+    #[serde(flatten)]
+    outcome: CheckOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<Cause>,
+}
+
+/// Sites of a cause shown after the first, as `lockstep check` shows them.
+const CAUSE_SITES_SHOWN: usize = 3;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let source = args.target.source()?;
@@ -133,13 +147,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 outln!("     {:<17} note: {note}", "");
             }
         }
-        outcomes.push(o);
+        // The symptom is above; the cause, for an env with a source tracer, is the line of
+        // its code that read a nondeterministic source (a traced re-run in a fresh session).
+        let cause = lockstep::cause::of_failure(kind, source.factory(), runner, &cfg, &o);
+        for line in cause.iter().flat_map(|c| c.lines(CAUSE_SITES_SHOWN)) {
+            outln!("     {:<17} {line}", "");
+        }
+        outcomes.push(Replayed { outcome: o, cause });
     }
     let failed: Vec<&CheckOutcome> = outcomes
         .iter()
+        .map(|r| &r.outcome)
         .filter(|o| !o.passed && o.applicable)
         .collect();
-    let not_applicable = outcomes.iter().filter(|o| !o.applicable).count();
+    let not_applicable = outcomes.iter().filter(|r| !r.outcome.applicable).count();
     let replay = (!failed.is_empty()).then(|| {
         let names: Vec<&str> = failed.iter().map(|o| o.check.short()).collect();
         command(&format!(" --checks {}", names.join(",")))

@@ -20,7 +20,7 @@ pub use traced::Traced;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{run_check, CheckConfig, CheckKind, CheckOutcome};
+use crate::check::{run_check, CheckConfig, CheckKind, CheckOutcome, ProcessRunner};
 use crate::env::EnvFactory;
 
 /// One read of a nondeterministic source, as the tracer reports it (docs/replay.md, "Causes").
@@ -155,7 +155,7 @@ impl Cause {
         }
         if self.sources.len() > shown + 1 {
             lines.push(format!(
-                "+{} more sources read (checks[].cause in report.json)",
+                "+{} more sources read (checks[].cause in the JSON report)",
                 self.sources.len() - shown - 1
             ));
         }
@@ -368,6 +368,38 @@ pub fn explain(
         sources,
         traced: traced_words,
     })
+}
+
+/// Why `outcome`, a check of `check` on the envs of `factory`, failed, as `lockstep check` and
+/// `lockstep replay` both say it: for an env with a source tracer, its scenario re-run with
+/// the tracer on in a fresh session of `factory` (a cache the first reset of a process fills
+/// is seen filling, [`explain`]); for a fresh process that replays only with this process's
+/// string-hash salt, the hash order. `None` for a pass, or an env with no tracer and no
+/// hash-seed finding.
+pub fn of_failure(
+    check: CheckKind,
+    factory: &dyn EnvFactory,
+    runner: &dyn ProcessRunner,
+    cfg: &CheckConfig,
+    outcome: &CheckOutcome,
+) -> Option<Cause> {
+    if outcome.passed || !outcome.applicable || outcome.divergence.is_none() {
+        return None;
+    }
+    let session = factory.session();
+    let factory = session.as_deref().unwrap_or(factory);
+    let cause = explain(check, factory, cfg, outcome);
+    let by_hash = check == CheckKind::OtherProcess
+        && runner.varies_hash_seed()
+        && runner
+            .run_reference(&factory.id(), cfg.seed, cfg.steps, None)
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.trace.episode == outcome.episode);
+    if by_hash {
+        return Some(with_first(cause, hash_order_site()));
+    }
+    cause
 }
 
 /// The cause of a fresh process replaying only with this process's `PYTHONHASHSEED`: when a
