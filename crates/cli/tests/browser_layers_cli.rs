@@ -44,6 +44,7 @@ fn a_browser_named_by_the_env_is_audited_and_its_version_recorded() {
     // all of it the named layer's, listed with it and never a warning. Ports and profile
     // paths are written as placeholders, so the launches are one effect, counted.
     assert!(!text.contains("warning:"), "{text}");
+    support::assert_valid_report(&out.path().join("report.json"));
     for t in r["trials"].as_array().unwrap() {
         let audit = &t["audit"];
         assert!(audit.get("warnings").is_none(), "{audit}");

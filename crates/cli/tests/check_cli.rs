@@ -3,6 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod support;
+
+use support::{assert_valid_report, python};
+
 fn lockstep(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lockstep"))
         .args(args)
@@ -28,32 +32,6 @@ fn check(args: &[&str], out: &Path) -> Output {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn python() -> String {
-    std::env::var("LOCKSTEP_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-/// Validates a report against docs/report.schema.json with Python's `jsonschema` (installed
-/// into the test venv by ./scripts/test).
-fn assert_valid_report(report: &Path) {
-    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.schema.json");
-    let script = "import json, sys, jsonschema\n\
-                  schema = json.load(open(sys.argv[1]))\n\
-                  jsonschema.Draft202012Validator.check_schema(schema)\n\
-                  jsonschema.validate(json.load(open(sys.argv[2])), schema)\n";
-    let out = Command::new(python())
-        .args(["-c", script])
-        .arg(&schema)
-        .arg(report)
-        .output()
-        .expect("python runs (set LOCKSTEP_PYTHON, or run ./scripts/test)");
-    assert!(
-        out.status.success(),
-        "{} does not validate against the schema: {}",
-        report.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]

@@ -63,3 +63,25 @@ pub fn check_adapter(flags: &[&str], adapter: &[&str], out: &Path) -> Checked {
         report,
     }
 }
+
+/// Validates a report against docs/report.schema.json with Python's `jsonschema` (installed
+/// into the test venv by ./scripts/test).
+pub fn assert_valid_report(report: &Path) {
+    let schema = repo().join("docs/report.schema.json");
+    let script = "import json, sys, jsonschema\n\
+                  schema = json.load(open(sys.argv[1]))\n\
+                  jsonschema.Draft202012Validator.check_schema(schema)\n\
+                  jsonschema.validate(json.load(open(sys.argv[2])), schema)\n";
+    let out = Command::new(python())
+        .args(["-c", script])
+        .arg(&schema)
+        .arg(report)
+        .output()
+        .expect("python runs (set LOCKSTEP_PYTHON, or run ./scripts/test)");
+    assert!(
+        out.status.success(),
+        "{} does not validate against the schema: {}",
+        report.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
