@@ -721,6 +721,31 @@ pub fn read_state_layers(
         .collect()
 }
 
+/// Places the snapshot of each of `layers` (where a `state` answer says they are), read with
+/// `probes`, in `state` under the layer's name, as a contract's probed layer is: the one way
+/// a child's env and an env of the caller's interpreter (the Python package) are read.
+pub fn place_layer_snapshots(
+    state: &mut Value,
+    layers: Vec<(String, lockstep::probe::ProbeSpec)>,
+    probes: &lockstep::probe::ProbeSet,
+) -> Result<(), String> {
+    for (name, spec) in layers {
+        let Value::Object(fields) = state else {
+            return Err(format!(
+                "layer `{name}`: the state is not an object to hold it"
+            ));
+        };
+        if fields.contains_key(&name) {
+            return Err(format!(
+                "layer `{name}`: the state already has a field `{name}`"
+            ));
+        }
+        let snapshot = probes.snapshot(&name, &spec).map_err(|e| e.to_string())?;
+        fields.insert(name, snapshot);
+    }
+    Ok(())
+}
+
 fn write_str(out: &mut Vec<u8>, s: &str) {
     serde_json::to_writer(&mut *out, s).expect("writing a string into a Vec cannot fail");
 }

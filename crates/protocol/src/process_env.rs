@@ -405,7 +405,6 @@ impl ProcessEnv {
         })
     }
 
-    /// Kills the child for a fault and builds (and remembers) the error.
     /// Reads each layer a `state` answer named with the wired probes and places its snapshot
     /// in `state` under the layer's name, as a contract's probed layer is.
     fn read_layers(
@@ -416,36 +415,21 @@ impl ProcessEnv {
         if layers.is_empty() {
             return Ok(());
         }
-        let probes = self.options.probes.0.clone().unwrap_or_default();
-        for (name, spec) in layers {
-            if !self.handshake.layers.contains(&name) {
-                return Err(self.fail(
-                    &Request::State,
-                    &format!(
-                        "the answer breaks the protocol: layer `{name}` was not named in the handshake's `layers`"
-                    ),
-                ));
-            }
-            let Value::Object(fields) = state else {
-                return Err(EnvError::new(format!(
-                    "env process `{}`: layer `{name}`: the state is not an object to hold it",
-                    self.command
-                )));
-            };
-            if fields.contains_key(&name) {
-                return Err(EnvError::new(format!(
-                    "env process `{}`: layer `{name}`: the state already has a field `{name}`",
-                    self.command
-                )));
-            }
-            let snapshot = probes
-                .snapshot(&name, &spec)
-                .map_err(|e| EnvError::new(format!("env process `{}`: {e}", self.command)))?;
-            fields.insert(name, snapshot);
+        if let Some((name, _)) = layers
+            .iter()
+            .find(|(name, _)| !self.handshake.layers.contains(name))
+        {
+            let what = format!(
+                "the answer breaks the protocol: layer `{name}` was not named in the handshake's `layers`"
+            );
+            return Err(self.fail(&Request::State, &what));
         }
-        Ok(())
+        let probes = self.options.probes.0.clone().unwrap_or_default();
+        message::place_layer_snapshots(state, layers, &probes)
+            .map_err(|e| EnvError::new(format!("env process `{}`: {e}", self.command)))
     }
 
+    /// Kills the child for a fault and builds (and remembers) the error.
     fn fail(&mut self, request: &Request, what: &str) -> EnvError {
         let shared = Arc::clone(&self.conn);
         let mut conn = lock(&shared);

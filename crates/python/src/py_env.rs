@@ -22,6 +22,9 @@ pub struct PyEnv {
     obj: Py<PyAny>,
     spec: EnvSpec,
     contract: WireContract,
+    /// The layers the handshake names (a browser the env launches): each `state` answer says
+    /// where they are, and they are read here as `lockstep check --cmd` reads them.
+    layers: Vec<String>,
     transition: Transition,
     scratch: Vec<u8>,
     buf: Vec<u8>,
@@ -85,6 +88,7 @@ impl PyEnv {
             obj,
             spec: handshake.spec(),
             contract: handshake.contract,
+            layers: handshake.layers,
             transition: Transition::default(),
             scratch: Vec::new(),
             buf: Vec::new(),
@@ -167,10 +171,14 @@ impl Env for PyEnv {
         &self.spec
     }
 
-    /// The declared contract, when the env names its fields (as for a child process).
+    /// The declared contract, when the env names its fields, its layers among them (as for a
+    /// child process).
     fn contract(&self) -> Option<Contract> {
         let c = &self.contract;
-        let fields = c.fields.clone()?;
+        let mut fields = c.fields.clone()?;
+        fields.extend(self.layers.iter().cloned());
+        fields.sort();
+        fields.dedup();
         Contract::new(
             c.name.clone(),
             u32::try_from(c.version).ok()?,
@@ -212,13 +220,26 @@ impl Env for PyEnv {
             Ok(pyo3::types::PyTuple::empty(py))
         })?;
         let value = parse(&text, "state")?;
-        match message::reply(&value) {
-            Ok(Reply::Ok(map)) => {
-                message::read_state(map).map_err(|e| EnvError::new(format!("state: {e}")))
+        let map = match message::reply(&value) {
+            Ok(Reply::Ok(map)) => map,
+            Ok(Reply::Failed { error, .. }) => {
+                return Err(EnvError::new(format!("state: {error}")))
             }
-            Ok(Reply::Failed { error, .. }) => Err(EnvError::new(format!("state: {error}"))),
-            Err(e) => Err(EnvError::new(format!("state: {e}"))),
+            Err(e) => return Err(EnvError::new(format!("state: {e}"))),
+        };
+        let protocol = |e: message::MessageError| EnvError::new(format!("state: {e}"));
+        let mut state = message::read_state(map).map_err(protocol)?;
+        let layers = message::read_state_layers(map).map_err(protocol)?;
+        if let Some((name, _)) = layers.iter().find(|(n, _)| !self.layers.contains(n)) {
+            return Err(EnvError::new(format!(
+                "state: layer `{name}` was not named in the handshake's `layers`"
+            )));
         }
+        if !layers.is_empty() {
+            message::place_layer_snapshots(&mut state, layers, layer_probes())
+                .map_err(|e| EnvError::new(format!("state: {e}")))?;
+        }
+        Ok(state)
     }
 
     fn trace_sources(&mut self, on: bool) -> Result<bool, EnvError> {
@@ -263,6 +284,12 @@ impl Env for PyEnv {
         })
         .map(|_| ())
     }
+}
+
+/// The probes of every layer kind (files, SQLite, PostgreSQL, HTTP, a browser), the CLI's.
+fn layer_probes() -> &'static lockstep::probe::ProbeSet {
+    static PROBES: std::sync::OnceLock<lockstep::probe::ProbeSet> = std::sync::OnceLock::new();
+    PROBES.get_or_init(lockstep_layers::probes)
 }
 
 /// Makes [`PyEnv`]s by calling a zero-argument Python callable that returns an `InProcess`.
