@@ -12,6 +12,7 @@ fingerprint, a diff, a trace or a check computed here has the CLI's bytes and ve
 The API is documented in docs/python.md.
 """
 
+import os
 from typing import Any, Iterable, Optional, Sequence
 
 from . import _native
@@ -67,7 +68,7 @@ def check(
     seeds: Iterable[int] = range(5),
     steps: int = 200,
     checks: Optional[Sequence[str]] = None,
-    contract: Optional[dict] = None,
+    contract=None,
     rollouts: Optional[int] = None,
     seedless: bool = False,
     budget=None,
@@ -91,7 +92,11 @@ def check(
     that need a fresh interpreter otherwise say in their summary what they compared with
     instead, or are not applicable. The reset contract is every attribute of
     ``env.unwrapped`` unless ``contract`` names its ``fields`` (``{"name", "version",
-    "fields"}``) or leaves some out (``{"exclude": [...]}``; docs/protocol.md).
+    "fields"}``) or leaves some out (``{"exclude": [...]}``; docs/protocol.md). A path
+    (``str`` or ``os.PathLike``) to a contract file, TOML or JSON (docs/contract.md; what
+    :func:`lockstep.contract.infer` writes), holds the env to that contract instead, as
+    ``lockstep check --contract FILE`` does: its probed layers (a directory, an SQLite file,
+    a service, a browser) are read after every reset.
 
     The other arguments are the CLI's options of the same names: ``rollouts`` (``--rollouts``,
     same-seed rollouts), ``seedless`` (``--seedless``: the env has no randomness) and
@@ -107,6 +112,9 @@ def check(
     records the wall time of the reset and each step of the runs every check compared, in
     ``checks[].step_ms``: off by default, as times differ from run to run.
     """
+    contract_file = None
+    if isinstance(contract, (str, os.PathLike)):
+        contract_file, contract = os.fspath(contract), None
     source = _resolve(env, contract, policy)
     if isinstance(ignore, str):
         raise ConfigError(f"ignore takes a list of JSON Pointers, not one string: ignore=[{ignore!r}]")
@@ -138,8 +146,9 @@ def check(
         budget=_budget_seconds(budget),
         ignore=ignore,
         timings=bool(timings),
+        contract_file=contract_file,
     )
-    return Report(native, skipped, _replay_for(env, source, steps, contract, ignore))
+    return Report(native, skipped, _replay_for(env, source, steps, contract_file or contract, ignore))
 
 
 def _budget_seconds(budget):

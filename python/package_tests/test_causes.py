@@ -50,3 +50,37 @@ def test_contract_infer_names_the_twins_layers(tmp_path, monkeypatch):
     assert f'probe = "files"\npath = "{data / "cache"}"' in text, text
     assert f'probe = "sqlite"\npath = "{data / "app.db"}"' in text, text
     assert '# probe = "http"' in text, text
+
+
+def test_the_inferred_contract_holds_the_env_in_this_process(tmp_path, monkeypatch):
+    """``lockstep.check(contract=FILE)`` is ``lockstep check --contract FILE``: the contract
+    :func:`lockstep.contract.infer` wrote has the twin's cache directory and database as
+    probed layers, read after every reset here, and the cache its partial reset keeps is the
+    field that differs (the database is reset)."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("LOCKSTEP_TWIN_DATA", str(data))
+    path = tmp_path / "proposed.toml"
+    lockstep.contract.infer(own_envs.twin, seeds=1, steps=6, out=path)
+    # What the inference run left in the data directory is not the check's starting state.
+    import shutil
+
+    shutil.rmtree(data)
+    report = lockstep.check(own_envs.twin, seeds=[0], steps=6, checks=["same"], contract=path)
+    audit = report.trials[0]["audit"]
+    assert audit["conforms"] is False, audit
+    assert "dir_cache" in audit["different_fields"], audit
+    assert "db_app" not in audit["different_fields"], audit
+    assert "added /dir_cache/choice.json" in str(report), str(report)
+    # The replay call names the same file.
+    assert f"contract={str(path)!r}" in str(report), str(report)
+
+
+def test_a_contract_file_that_is_not_one_is_a_config_error(tmp_path):
+    bad = tmp_path / "contract.toml"
+    bad.write_text('name = "x"\nversion = "one"\n')
+    try:
+        lockstep.check(own_envs.honest, seeds=[0], steps=2, checks=["same"], contract=bad)
+    except lockstep.ConfigError as e:
+        assert str(bad) in str(e), e
+    else:
+        raise AssertionError("a broken contract file was taken")

@@ -6,6 +6,9 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use lockstep::check::ProcessRunner;
+use lockstep::contract::Contract;
+use lockstep::contracted::Contracted;
+use lockstep::env::EnvFactory;
 use lockstep::golden::{self, Golden};
 use lockstep::report::{
     failure_groups, render_html_with, EnvParams, FailureGroup, FailureKind, Report, RunParams,
@@ -213,7 +216,7 @@ fn child_runner(
 /// (one trial after another), and assembles the CLI's report. `make` returns a fresh
 /// `InProcess` object; `argv` serves the same env in a fresh process for the `process` check.
 #[pyfunction]
-#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new(), rollouts = None, seedless = false, budget = None, ignore = Vec::new(), timings = false))]
+#[pyo3(signature = (make, env_id, seeds, steps, checks, argv = None, child_env = Vec::new(), rollouts = None, seedless = false, budget = None, ignore = Vec::new(), timings = false, contract_file = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn check(
     py: Python<'_>,
@@ -229,6 +232,7 @@ pub fn check(
     budget: Option<f64>,
     ignore: Vec<String>,
     timings: bool,
+    contract_file: Option<PathBuf>,
 ) -> PyResult<NativeReport> {
     let kinds = parse_checks(&checks).map_err(|e| error(Kind::Config, e))?;
     let ignore =
@@ -241,6 +245,17 @@ pub fn check(
         id: env_id.clone(),
         make,
     };
+    // Held to a contract file as `lockstep check --contract FILE` holds an env: its probed
+    // layers read after every reset with the CLI's probes.
+    let factory: Box<dyn EnvFactory> = match contract_file {
+        None => Box::new(factory),
+        Some(path) => Box::new(Contracted {
+            inner: factory,
+            contract: Contract::load(&path).map_err(|e| error(Kind::Config, e.to_string()))?,
+            probes: lockstep_layers::probes,
+        }),
+    };
+    let factory = factory.as_ref();
     let runner = child_runner(argv, child_env, &ignore);
     if rollouts.is_some_and(|r| r < 2) {
         return Err(error(
@@ -263,7 +278,7 @@ pub fn check(
             steps,
         };
         let measured = py
-            .detach(|| lockstep::budget::measure(&factory, seeds[0], steps))
+            .detach(|| lockstep::budget::measure(factory, seeds[0], steps))
             .map_err(|e| error(Kind::Env, format!("budget: measuring {env_id}: {e}")))?;
         let fitted = lockstep::budget::fit(requested, &kinds, measured, 1, budget);
         eprintln!("{}", lockstep_cli::budget_line(budget, measured, &fitted));
@@ -304,7 +319,7 @@ pub fn check(
     let report = py.detach(|| {
         let suite_env = [SuiteEnv {
             id: env_id,
-            factory: &factory,
+            factory,
             runner: runner.as_ref(),
             seedless,
         }];
