@@ -177,7 +177,7 @@ def _layer_of(e):
             return _PLAYWRIGHT_LAYER[0], target
     elif kind in _FILE_KINDS and e.get("path"):
         path = os.path.abspath(e["path"])
-        for profile, layer in _PROFILES.items():
+        for profile, layer in list(_PROFILES.items()):
             if path == profile or path.startswith(profile + os.sep):
                 return layer, "<profile>" + path[len(profile) :]
     return None, None
