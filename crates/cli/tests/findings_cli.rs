@@ -47,8 +47,9 @@ fn bipedal_walker_reuses_its_box2d_world_across_resets() {
 }
 
 /// highway-env's reset builds a new action space and puts a sample of it, unseeded, into the
-/// reset info (`info["action"]`), so `reset(seed=0)` gives a different info each time. Its
-/// dynamics are deterministic: without that key every check passes (docs/findings.md).
+/// reset info (`info["action"]`), so `reset(seed=0)` gives a different info each time, and the
+/// replay names that line. Its dynamics are deterministic: without that key every check
+/// passes (docs/findings.md).
 #[test]
 fn highway_env_reset_info_holds_an_unseeded_action() {
     let (code, text) = replay(
@@ -58,6 +59,13 @@ fn highway_env_reset_info_holds_an_unseeded_action() {
     assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains("step 0, agent \"agent\", info: /action changed"),
+        "{text}"
+    );
+    // And the line that drew it: highway-env's reset samples an action space nobody seeded.
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("cause: ")
+            && l.contains("highway_env/envs/common/abstract.py:")
+            && l.contains("in reset: Discrete.seed(None)")),
         "{text}"
     );
 }

@@ -319,6 +319,13 @@ pub fn explain(
     if check != CheckKind::Continuation {
         cfg.steps = d.step.clamp(1, cfg.steps.max(1));
     }
+    // The same-seed scenario up to the rollout that differed: a traced rollout of a large
+    // Python env (highway-env) takes seconds, and ten of them were most of a replay's time.
+    if check == CheckKind::SameSeed {
+        if let Some(n) = crate::check::rollouts_through(&outcome.right) {
+            cfg.rollouts = n.clamp(2, cfg.rollouts.max(2));
+        }
+    }
     let traced = Traced::new(factory);
     // The scenarios with several instances (or several episodes) of one process are played
     // again; the others (a fresh process, a vector twin, a fork) by one traced rollout.

@@ -452,6 +452,24 @@ impl CheckOutcome {
     }
 }
 
+/// The same-seed check's name of its rollout `r` (0-based): `rollout 1`, `rollout 2 (same
+/// instance)`, as the report and the terminal show it.
+fn rollout_label(r: usize) -> String {
+    if r == 0 {
+        "rollout 1".to_string()
+    } else {
+        format!("rollout {} (same instance)", r + 1)
+    }
+}
+
+/// How many rollouts of the same-seed check it takes to reach the one `label` names (its
+/// number): a failure's cause is looked for in that many, not in all of them.
+pub(crate) fn rollouts_through(label: &str) -> Option<usize> {
+    let number = label.strip_prefix("rollout ")?;
+    let number = number.strip_suffix(" (same instance)").unwrap_or(number);
+    number.parse().ok()
+}
+
 /// How long one rollout was and what each agent got in it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct EpisodeStat {
@@ -711,13 +729,7 @@ impl Ctx<'_> {
                 },
             )
         });
-        let label = |r: usize| {
-            if r == 0 {
-                "rollout 1".to_string()
-            } else {
-                format!("rollout {} (same instance)", r + 1)
-            }
-        };
+        let label = rollout_label;
         let outcome = match found {
             None => self.outcome(
                 &runs[0],

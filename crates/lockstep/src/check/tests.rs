@@ -609,3 +609,11 @@ fn other_seed_names_the_site_a_v1_comparison_names() {
     assert_eq!(o.episode, a.episode);
     assert!(o.passed, "{}", o.summary);
 }
+
+#[test]
+fn a_same_seed_rollout_label_gives_back_its_number() {
+    for r in 0..12 {
+        assert_eq!(rollouts_through(&rollout_label(r)), Some(r + 1));
+    }
+    assert_eq!(rollouts_through("seed 7 alone in a fresh process"), None);
+}
