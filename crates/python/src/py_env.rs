@@ -29,6 +29,8 @@ pub struct PyEnv {
     scratch: Vec<u8>,
     buf: Vec<u8>,
     steps: u64,
+    /// `close` was called: a dropped instance that was not is closed on drop.
+    closed: bool,
 }
 
 /// The message of a Python exception first, then its traceback, as the adapter answers a
@@ -93,6 +95,7 @@ impl PyEnv {
             scratch: Vec::new(),
             buf: Vec::new(),
             steps: 0,
+            closed: false,
         })
     }
 
@@ -279,10 +282,25 @@ impl Env for PyEnv {
     }
 
     fn close(&mut self) -> Result<(), EnvError> {
+        self.closed = true;
         call(&self.obj, "close", "close", |py| {
             Ok(pyo3::types::PyTuple::empty(py))
         })
         .map(|_| ())
+    }
+}
+
+/// The checks drop most instances without closing them, as a child process is dropped: its
+/// process group is killed, and with it whatever the env started. An env of this interpreter
+/// has no such group, so it is closed here: else a browser or a server it launched outlives
+/// the check (a browser task left three Chromiums running per `lockstep.check`).
+impl Drop for PyEnv {
+    fn drop(&mut self) {
+        if !self.closed {
+            // Nothing to report a failure to from a drop; the env's own close said it in
+            // the checks that close.
+            let _ = Env::close(self);
+        }
     }
 }
 
