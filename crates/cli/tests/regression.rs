@@ -125,26 +125,17 @@ fn issue9_verdicts_do_not_depend_on_jobs() {
     // on even seeds. Continuation and vector do not apply to either.
     let table = |env: &str, seed: u64| {
         let partial = env.ends_with(":partial-reset");
-        let checks: Vec<String> = [
-            "same",
-            "other",
-            "interleaved",
-            "process",
-            "parallel",
-            "continuation",
-            "leftover",
-            "vector",
-        ]
-        .iter()
-        .map(|&c| {
-            let (applies, passes) = match c {
-                "continuation" | "vector" => (false, false),
-                "same" => (true, !partial),
-                _ => (true, true),
-            };
-            format!("\"{c}\"={applies}/{passes}")
-        })
-        .collect();
+        let checks: Vec<String> = lockstep::report::CHECK_NAMES
+            .iter()
+            .map(|&c| {
+                let (applies, passes) = match c {
+                    "continuation" | "vector" => (false, false),
+                    "same" => (true, !partial),
+                    _ => (true, true),
+                };
+                format!("\"{c}\"={applies}/{passes}")
+            })
+            .collect();
         format!(
             "\"{env}\" {seed} conforms={} success={} {} error=false",
             !partial,
